@@ -1,0 +1,3 @@
+from xlacc.cli import main
+
+main()
