@@ -1,0 +1,159 @@
+"""xlacc.toml: loading, validation messages, name checks, and what is derived from a spec."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlacc import spec as specmod
+from xlacc.errors import SpecError, UsageError
+
+VALID = """
+[op]
+name = "rms"
+target = "my.rms_norm"
+platform = "cuda"
+api = "ffi"
+frameworks = ["jax", "torch-xla"]
+
+[[inputs]]
+name = "x"
+dtype = ["f32", "bf16"]
+shape = ["rows", "cols"]
+
+[[inputs]]
+name = "weight"
+dtype = ["f32", "bf16"]
+
+[[outputs]]
+name = "out"
+dtype = ["f32", "bf16"]
+shape = "x"
+
+[[attrs]]
+name = "eps"
+type = "f32"
+default = 1e-6
+
+[build]
+archs = ["sm_80", "sm_90a"]
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "xlacc.toml"
+    path.write_text(text)
+    return path
+
+
+def test_valid_spec_loads_and_derives_names(tmp_path):
+    spec = specmod.load(write(tmp_path, VALID).parent)
+    assert spec.name == "rms" and spec.target == "my.rms_norm"
+    assert spec.inputs[0].shape == ("rows", "cols") and spec.outputs[0].like == "x"
+    assert spec.attrs[0].default == pytest.approx(1e-6) and spec.attrs[0].c_type == "float"
+    assert spec.archs == ("sm_80", "sm_90a")
+    assert spec.op_dtypes == ("f32", "bf16")
+    assert spec.entry_points == ("xlacc_rms_ffi", "xlacc_rms_legacy", "xlacc_rms_last_error")
+    assert spec.library == tmp_path / "build" / "librms.so"
+    assert spec.source_paths == [tmp_path / "kernel.cu"]
+
+
+@pytest.mark.parametrize(
+    "platform, api, frameworks, jax_api, legacy_api, jax_platform, entry_points",
+    [
+        ("cuda", "ffi", ["jax"], 4, 2, "CUDA", ("xlacc_op_ffi",)),
+        ("cuda", "legacy", ["jax"], 2, 2, "CUDA", ("xlacc_op_legacy", "xlacc_op_last_error")),
+        ("cpu", "legacy", ["jax"], 3, 3, "cpu", ("xlacc_op_legacy", "xlacc_op_last_error")),
+        ("cpu", "ffi", ["torch-xla"], 4, 3, "cpu", ("xlacc_op_legacy", "xlacc_op_last_error")),
+    ],
+)
+def test_api_versions_follow_platform_and_api(tmp_path, platform, api, frameworks, jax_api, legacy_api, jax_platform, entry_points):
+    text = f"""
+[op]
+name = "op"
+platform = "{platform}"
+api = "{api}"
+frameworks = {frameworks!r}
+[[inputs]]
+name = "x"
+dtype = "f32"
+[[outputs]]
+name = "y"
+dtype = "f32"
+shape = "x"
+""".replace("'", '"')
+    spec = specmod.load(write(tmp_path, text))
+    assert spec.jax_api_version == jax_api
+    assert spec.legacy_api_version == legacy_api
+    assert spec.jax_platform == jax_platform
+    assert spec.jax_register_api_version == (1 if api == "ffi" else 0)
+    assert spec.entry_points == entry_points
+
+
+@pytest.mark.parametrize(
+    "edit, key, allowed",
+    [
+        (("platform = \"cuda\"", "platform = \"gpu\""), "op.platform", "cuda, cpu"),
+        (("api = \"ffi\"", "api = \"typed\""), "op.api", "ffi, legacy"),
+        (("frameworks = [\"jax\", \"torch-xla\"]", "frameworks = [\"tensorflow\"]"), "op.frameworks", "jax, torch-xla"),
+        (("dtype = [\"f32\", \"bf16\"]\nshape = [\"rows\"", "dtype = \"float32\"\nshape = [\"rows\""), "inputs[0].dtype", "f16, bf16, f32"),
+        (("type = \"f32\"", "type = \"string\""), "attrs[0].type", "f32, f64, i32, i64"),
+        (("shape = \"x\"", "shape = \"z\""), "outputs[0].shape", "x, weight"),
+        (("archs = [\"sm_80\", \"sm_90a\"]", "archs = [\"ampere\"]"), "build.archs", "sm_XY"),
+        (("name = \"rms\"", "name = \"rms-norm\""), "op.name", "C identifier"),
+        (("target = \"my.rms_norm\"", "target = \"a\\\"); evil(\""), "op.target", "letters, digits"),
+    ],
+)
+def test_invalid_spec_names_file_key_and_allowed_values(tmp_path, edit, key, allowed):
+    assert edit[0] in VALID
+    path = write(tmp_path, VALID.replace(edit[0], edit[1], 1))
+    with pytest.raises(SpecError) as info:
+        specmod.load(path)
+    message = str(info.value)
+    assert str(path) in message and f"[{key}]" in message and allowed in message
+    assert "\n" not in message
+
+
+def test_not_toml_and_missing_tables(tmp_path):
+    with pytest.raises(SpecError, match=r"\[toml\] not valid TOML"):
+        specmod.load(write(tmp_path, "[op\nname="))
+    with pytest.raises(SpecError, match=r"\[op\] missing table"):
+        specmod.load(write(tmp_path, "[build]\n"))
+    with pytest.raises(UsageError, match="no xlacc.toml"):
+        specmod.load(tmp_path / "nowhere")
+
+
+def test_duplicate_names_and_mixed_dtype_lists_are_refused(tmp_path):
+    dup = VALID.replace('name = "weight"', 'name = "x"')
+    with pytest.raises(SpecError, match="used twice"):
+        specmod.load(write(tmp_path, dup))
+    mixed = VALID.replace('name = "weight"\ndtype = ["f32", "bf16"]', 'name = "weight"\ndtype = ["f16", "f32"]')
+    with pytest.raises(SpecError, match="same list"):
+        specmod.load(write(tmp_path, mixed))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "1abc", "a-b", "a b", "x;system", 'x"', "int", "class", "static_cast", "__x", "_Reserved", "lambda", "match", "a" * 64, "main", "ünï"],
+)
+def test_identifier_check_refuses_what_cannot_be_a_symbol(name):
+    with pytest.raises(UsageError):
+        specmod.check_identifier(name)
+
+
+@pytest.mark.parametrize("name", ["add", "rms_norm", "_private", "PagedAttention2", "a" * 63])
+def test_identifier_check_accepts_c_identifiers(name):
+    assert specmod.check_identifier(name) == name
+
+
+@pytest.mark.parametrize("target", ['a"b', "a\nb", "a b", "1x", "x;y", "a/b", "x$y"])
+def test_target_check_refuses_injection(target):
+    with pytest.raises(UsageError):
+        specmod.check_target(target)
+
+
+def test_parse_archs():
+    assert specmod.parse_archs("auto") == ()
+    assert specmod.parse_archs("sm_80, sm_90") == ("sm_80", "sm_90")
+    assert specmod.parse_archs(["compute_90"]) == ("sm_90",)
+    with pytest.raises(UsageError, match="invalid GPU arch"):
+        specmod.parse_archs("sm9")

@@ -1,0 +1,539 @@
+"""Read what a shared library exports, hides and needs, with pyelftools.
+
+``read_shared_object`` reads the ELF header, ``.dynamic`` and ``.dynsym`` (a few ms);
+``.symtab`` is read only when :meth:`SharedObject.local_symbol` is asked for a name
+(60-80 ms on a library with static cudart), which only happens when a symbol is not exported.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import platform
+import re
+import shutil
+import struct
+import subprocess
+import sysconfig
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError as _PyElfError
+from elftools.elf.descriptions import describe_e_machine
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from xlacc.errors import XlaccError
+
+ELF_MAGIC = b"\x7fELF"
+ELF_KINDS = ("not-found", "invalid", "truncated", "wrong-machine")
+EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK"})
+EXPORTED_VISIBILITIES = frozenset({"DEFAULT", "PROTECTED"})
+DF_1_PIE = 0x08000000
+ELF64_HEADER_SIZE = 64
+
+# Short names for e_machine; pyelftools' describe_e_machine ("Advanced Micro Devices X86-64")
+# is the fallback for machines not listed here.
+MACHINE_NAMES = {
+    "EM_X86_64": "x86-64",
+    "EM_AARCH64": "AArch64",
+    "EM_386": "x86",
+    "EM_ARM": "ARM",
+    "EM_PPC64": "PowerPC64",
+    "EM_RISCV": "RISC-V",
+    "EM_S390": "S/390",
+}
+# platform.machine() values and common spellings -> the names above.
+MACHINE_ALIASES = {
+    "x86_64": "x86-64",
+    "amd64": "x86-64",
+    "x64": "x86-64",
+    "aarch64": "AArch64",
+    "arm64": "AArch64",
+    "i386": "x86",
+    "i686": "x86",
+    "armv7l": "ARM",
+    "ppc64le": "PowerPC64",
+    "ppc64": "PowerPC64",
+    "riscv64": "RISC-V",
+    "s390x": "S/390",
+}
+# Debian-style multiarch directories, for hosts whose sysconfig does not name one.
+MULTIARCH_TRIPLETS = {
+    "x86-64": "x86_64-linux-gnu",
+    "AArch64": "aarch64-linux-gnu",
+    "PowerPC64": "powerpc64le-linux-gnu",
+    "x86": "i386-linux-gnu",
+    "ARM": "arm-linux-gnueabihf",
+    "RISC-V": "riscv64-linux-gnu",
+    "S/390": "s390x-linux-gnu",
+}
+STANDARD_LIBRARY_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib")
+LDCONFIG_CANDIDATES = ("/sbin/ldconfig", "/usr/sbin/ldconfig", "/sbin/ldconfig.real")
+
+
+class ElfError(XlaccError):
+    """A library that cannot be inspected; ``kind`` is one of :data:`ELF_KINDS`."""
+
+    def __init__(self, kind: str, message: str):
+        if kind not in ELF_KINDS:
+            raise ValueError(f"unknown ElfError kind {kind!r}; expected one of {ELF_KINDS}")
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class SymbolInfo:
+    name: str
+    bind: str  # GLOBAL | WEAK | LOCAL
+    visibility: str  # DEFAULT | HIDDEN | PROTECTED | INTERNAL
+    kind: str  # FUNC | OBJECT | NOTYPE | ...
+    defined: bool
+
+    @property
+    def exported(self) -> bool:
+        return (
+            self.defined
+            and self.bind in EXPORTED_BINDS
+            and self.visibility in EXPORTED_VISIBILITIES
+        )
+
+
+@dataclass
+class SharedObject:
+    path: Path
+    machine: str
+    elf_type: str  # DYN | EXEC | REL
+    soname: str | None
+    needed: list[str]
+    rpath: list[str]
+    runpath: list[str]
+    exported: dict[str, SymbolInfo]
+    undefined: set[str]
+    _local_symbols: dict[str, SymbolInfo] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def local_symbol(self, name: str) -> SymbolInfo | None:
+        """The ``.symtab`` entry for ``name`` (None when absent or the library is stripped)."""
+        return self.local_symbols().get(name)
+
+    def local_symbols(self) -> dict[str, SymbolInfo]:
+        """All named ``.symtab`` symbols, read on first use and kept."""
+        if self._local_symbols is None:
+            self._local_symbols = _read_symtab(self.path)
+        return self._local_symbols
+
+
+@dataclass(frozen=True)
+class SymbolStatus:
+    name: str
+    status: str  # exported | mangled | hidden | missing
+    symbol: SymbolInfo | None
+    demangled: str | None = None
+    closest: list[str] = field(default_factory=list)
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def read_shared_object(path: str | Path, expected_machine: str | None = None) -> SharedObject:
+    """Read a shared library's dynamic section and exported symbols.
+
+    Raises :class:`ElfError` with a one-line message for a missing, non-ELF, non-shared,
+    truncated or foreign-architecture file.
+    """
+    path = Path(path)
+    expected = normalize_machine(expected_machine or platform.machine())
+    with open_elf(path) as elf:
+        elf_type = _elf_type(elf)
+        _require_shared(path, elf, elf_type)
+        machine = machine_name(elf["e_machine"])
+        if machine != expected:
+            raise ElfError("wrong-machine", f"{path}: built for {machine}, expected {expected}")
+        tags = _dynamic_tags(elf)
+        exported, undefined = _dynamic_symbols(elf)
+    return SharedObject(
+        path=path,
+        machine=machine,
+        elf_type=elf_type,
+        soname=next(iter(tags.get("DT_SONAME", [])), None),
+        needed=tags.get("DT_NEEDED", []),
+        rpath=tags.get("DT_RPATH", []),
+        runpath=tags.get("DT_RUNPATH", []),
+        exported=exported,
+        undefined=undefined,
+    )
+
+
+@contextmanager
+def open_elf(path: str | Path) -> Iterator[ELFFile]:
+    """An ELFFile over a complete ELF file, closed on exit.
+
+    Raises ElfError: ``not-found``, ``invalid`` (not ELF, or pyelftools cannot parse it) or
+    ``truncated`` (headers or loadable segments reach past the end of the file).
+    """
+    path = Path(path)
+    _require_elf_magic(path)
+    with path.open("rb") as stream:
+        try:
+            elf = ELFFile(stream)
+        except (_PyElfError, struct.error) as exc:
+            size = path.stat().st_size
+            kind = "truncated" if size < ELF64_HEADER_SIZE else "invalid"
+            message = f"{path}: unreadable ELF header ({size} bytes; {_one_line(exc)})"
+            raise ElfError(kind, message) from exc
+        try:
+            _require_complete(path, elf)
+            yield elf
+        except (_PyElfError, struct.error) as exc:
+            raise ElfError("invalid", f"{path}: corrupt ELF file ({_one_line(exc)})") from exc
+
+
+def normalize_machine(name: str) -> str:
+    """``x86_64`` / ``amd64`` / ``x86-64`` -> ``x86-64``; ``aarch64`` / ``arm64`` -> ``AArch64``."""
+    lowered = name.strip().lower()
+    if lowered in MACHINE_ALIASES:
+        return MACHINE_ALIASES[lowered]
+    for canonical in MACHINE_NAMES.values():
+        if canonical.lower() == lowered:
+            return canonical
+    return name.strip()
+
+
+def machine_name(e_machine: str) -> str:
+    return MACHINE_NAMES.get(e_machine) or describe_e_machine(e_machine)
+
+
+def _require_elf_magic(path: Path) -> None:
+    if not path.exists():
+        raise ElfError("not-found", f"{path}: no such file")
+    if not path.is_file():
+        raise ElfError("invalid", f"{path}: not a file")
+    with path.open("rb") as stream:
+        head = stream.read(len(ELF_MAGIC))
+    if not head:
+        raise ElfError("invalid", f"{path}: empty file, not an ELF file")
+    if head != ELF_MAGIC:
+        if ELF_MAGIC.startswith(head):
+            raise ElfError("truncated", f"{path}: ELF file cut short ({len(head)} bytes)")
+        raise ElfError("invalid", f"{path}: not an ELF file (starts with {head!r})")
+
+
+def _require_complete(path: Path, elf: ELFFile) -> None:
+    """A file cut short loses its section header table (at the end) and part of its segments."""
+    size = path.stat().st_size
+    header = elf.header
+    ends = [header["e_phoff"] + header["e_phnum"] * header["e_phentsize"]]
+    if header["e_shoff"]:
+        ends.append(header["e_shoff"] + header["e_shnum"] * header["e_shentsize"])
+    needed = max(ends)
+    if needed <= size:
+        for segment in elf.iter_segments():
+            if segment["p_type"] == "PT_LOAD":
+                needed = max(needed, segment["p_offset"] + segment["p_filesz"])
+    if needed > size:
+        raise ElfError(
+            "truncated",
+            f"{path}: ELF file cut short ({size} bytes, its headers need {needed})",
+        )
+
+
+def _elf_type(elf: ELFFile) -> str:
+    return str(elf["e_type"]).removeprefix("ET_")
+
+
+NOT_SHARED_DESCRIPTIONS = {
+    "REL": "an object file (ET_REL)",
+    "EXEC": "an executable (ET_EXEC)",
+    "DYN": "a position-independent executable (DF_1_PIE)",
+    "CORE": "a core dump (ET_CORE)",
+}
+
+
+def _require_shared(path: Path, elf: ELFFile, elf_type: str) -> None:
+    if elf_type == "DYN" and not _is_pie(elf):
+        return
+    what = NOT_SHARED_DESCRIPTIONS.get(elf_type, f"ELF type {elf_type}")
+    raise ElfError("invalid", f"{path}: {what}, not a shared library")
+
+
+def _is_pie(elf: ELFFile) -> bool:
+    dynamic = _dynamic_section(elf)
+    if dynamic is None:
+        return False
+    return any(
+        tag.entry.d_tag == "DT_FLAGS_1" and tag.entry.d_val & DF_1_PIE
+        for tag in dynamic.iter_tags()
+    )
+
+
+def _dynamic_section(elf: ELFFile):
+    for section in elf.iter_sections():
+        if isinstance(section, DynamicSection):
+            return section
+    for segment in elf.iter_segments():
+        if segment["p_type"] == "PT_DYNAMIC":
+            return segment
+    return None
+
+
+TAG_VALUE_ATTRIBUTES = {
+    "DT_NEEDED": "needed",
+    "DT_SONAME": "soname",
+    "DT_RPATH": "rpath",
+    "DT_RUNPATH": "runpath",
+}
+
+
+def _dynamic_tags(elf: ELFFile) -> dict[str, list[str]]:
+    """DT_NEEDED / DT_SONAME as lists of names, DT_RPATH / DT_RUNPATH split at ':'."""
+    tags: dict[str, list[str]] = {}
+    dynamic = _dynamic_section(elf)
+    if dynamic is None:
+        return tags
+    for tag in dynamic.iter_tags():
+        attribute = TAG_VALUE_ATTRIBUTES.get(tag.entry.d_tag)
+        if attribute is None:
+            continue
+        value = getattr(tag, attribute)
+        values = value.split(":") if tag.entry.d_tag in ("DT_RPATH", "DT_RUNPATH") else [value]
+        tags.setdefault(tag.entry.d_tag, []).extend(v for v in values if v)
+    return tags
+
+
+def _dynamic_symbols(elf: ELFFile) -> tuple[dict[str, SymbolInfo], set[str]]:
+    exported: dict[str, SymbolInfo] = {}
+    undefined: set[str] = set()
+    for symbol in _dynsym_entries(elf):
+        if not symbol.name:
+            continue
+        info = _symbol_info(symbol)
+        if info.exported:
+            exported[info.name] = info
+        elif not info.defined:
+            undefined.add(info.name)
+    return exported, undefined
+
+
+def _dynsym_entries(elf: ELFFile):
+    """``.dynsym``; without section headers, the symbols the PT_DYNAMIC segment points at."""
+    dynsym = elf.get_section_by_name(".dynsym")
+    if isinstance(dynsym, SymbolTableSection):
+        return dynsym.iter_symbols()
+    dynamic = _dynamic_section(elf)
+    if dynamic is None or isinstance(dynamic, DynamicSection):
+        return iter(())
+    return dynamic.iter_symbols()
+
+
+def _symbol_info(symbol) -> SymbolInfo:
+    return SymbolInfo(
+        name=symbol.name,
+        bind=str(symbol["st_info"]["bind"]).removeprefix("STB_"),
+        visibility=str(symbol["st_other"]["visibility"]).removeprefix("STV_"),
+        kind=str(symbol["st_info"]["type"]).removeprefix("STT_"),
+        defined=symbol["st_shndx"] != "SHN_UNDEF",
+    )
+
+
+def _read_symtab(path: Path) -> dict[str, SymbolInfo]:
+    """Every named ``.symtab`` symbol, a defined one winning over an undefined one."""
+    symbols: dict[str, SymbolInfo] = {}
+    try:
+        with path.open("rb") as stream:
+            elf = ELFFile(stream)
+            symtab = elf.get_section_by_name(".symtab")
+            if not isinstance(symtab, SymbolTableSection):
+                return symbols
+            for symbol in symtab.iter_symbols():
+                if not symbol.name:
+                    continue
+                info = _symbol_info(symbol)
+                if info.defined or info.name not in symbols:
+                    symbols[info.name] = info
+    except (OSError, _PyElfError, struct.error):
+        return symbols
+    return symbols
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+# --- symbols -------------------------------------------------------------------------------
+
+
+def find_symbol(so: SharedObject, name: str) -> SymbolStatus:
+    """Is ``name`` exported, exported only under a C++-mangled name, hidden, or missing?"""
+    if name in so.exported:
+        return SymbolStatus(name, "exported", so.exported[name])
+    mangled = _find_mangled(name, so.exported)
+    if mangled is not None:
+        symbol, demangled = mangled
+        return SymbolStatus(name, "mangled", symbol, demangled=demangled)
+    hidden = _find_hidden(so, name)
+    if hidden is not None:
+        symbol, demangled = hidden
+        return SymbolStatus(name, "hidden", symbol, demangled=demangled)
+    closest = difflib.get_close_matches(name, list(so.exported), n=3, cutoff=0.6)
+    return SymbolStatus(name, "missing", None, closest=closest)
+
+
+def _find_hidden(so: SharedObject, name: str) -> tuple[SymbolInfo, str | None] | None:
+    """A definition in ``.symtab`` that the dynamic linker cannot see (LOCAL or HIDDEN)."""
+    local = so.local_symbol(name)
+    if local is not None and local.defined:
+        return local, None
+    defined = {n: s for n, s in so.local_symbols().items() if s.defined}
+    return _find_mangled(name, defined)
+
+
+def _find_mangled(
+    name: str, symbols: dict[str, SymbolInfo]
+) -> tuple[SymbolInfo, str | None] | None:
+    """A C++-mangled symbol whose function name is ``name``, and its demangled signature."""
+    # Itanium mangling writes each source name as <length><name>: a cheap filter before c++filt.
+    encoded = f"{len(name)}{name}"
+    candidates = sorted(n for n in symbols if n.startswith("_Z") and encoded in n)
+    if not candidates:
+        return None
+    demangled = demangle(candidates)
+    for mangled in candidates:
+        text = demangled.get(mangled, mangled)
+        if text != mangled and function_name(text) == name:
+            return symbols[mangled], text
+    if all(demangled.get(m, m) == m for m in candidates):
+        # No demangler on this machine: trust the mangled structure (_Z<len><name> or _ZN..E).
+        for mangled in candidates:
+            if mangled.startswith(f"_Z{encoded}") or f"{encoded}E" in mangled:
+                return symbols[mangled], None
+    return None
+
+
+def function_name(demangled: str) -> str:
+    """``void ns::Foo<int>(float*, int)`` -> ``Foo``: the name before '(', unscoped, untemplated."""
+    depth = 0
+    end = len(demangled)
+    for index, char in enumerate(demangled):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "(" and depth == 0:
+            end = index
+            break
+    qualified = _strip_template_arguments(demangled[:end].strip())
+    return qualified.rsplit("::", 1)[-1].rsplit(" ", 1)[-1]
+
+
+def _strip_template_arguments(text: str) -> str:
+    if not text.endswith(">"):
+        return text
+    depth = 0
+    for index in range(len(text) - 1, -1, -1):
+        depth += {">": 1, "<": -1}.get(text[index], 0)
+        if depth == 0:
+            return text[:index]
+    return text
+
+
+@functools.cache
+def _cxxfilt() -> str | None:
+    return shutil.which("c++filt")
+
+
+def demangle(names: Iterable[str]) -> dict[str, str]:
+    """Demangle C++ names with one ``c++filt`` call; names come back unchanged without it."""
+    names = list(dict.fromkeys(names))
+    unchanged = {n: n for n in names}
+    tool = _cxxfilt()
+    if not names or tool is None or any("\n" in n for n in names):
+        return unchanged
+    try:
+        result = subprocess.run(
+            [tool], input="\n".join(names) + "\n", capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return unchanged
+    lines = result.stdout.splitlines()
+    if result.returncode != 0 or len(lines) != len(names):
+        return unchanged
+    return dict(zip(names, lines))
+
+
+# --- dependencies --------------------------------------------------------------------------
+
+
+def missing_dependencies(so: SharedObject) -> list[str]:
+    """DT_NEEDED entries the dynamic loader would not find, in DT_NEEDED order."""
+    directories = _search_directories(so)
+    cached = _ldconfig_names()
+    return [
+        needed
+        for needed in so.needed
+        if not _library_found(needed, directories, cached)
+    ]
+
+
+def _library_found(needed: str, directories: list[str], cached: frozenset[str]) -> bool:
+    if "/" in needed:  # the loader opens such a name as a path
+        return os.path.exists(needed)
+    if needed in cached:
+        return True
+    return any(os.path.exists(os.path.join(d, needed)) for d in directories)
+
+
+def _search_directories(so: SharedObject) -> list[str]:
+    origin = str(so.path.resolve().parent)
+    runpath = [_expand_origin(d, origin) for d in so.runpath]
+    # The loader ignores DT_RPATH when DT_RUNPATH is present.
+    rpath = [] if so.runpath else [_expand_origin(d, origin) for d in so.rpath]
+    ld_library_path = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    return list(dict.fromkeys(rpath + ld_library_path + runpath + _standard_directories()))
+
+
+def _expand_origin(directory: str, origin: str) -> str:
+    return re.sub(r"\$(ORIGIN|\{ORIGIN\})", lambda _: origin, directory)
+
+
+@functools.cache
+def _standard_directories() -> list[str]:
+    triplets = {
+        sysconfig.get_config_var("MULTIARCH") or "",
+        MULTIARCH_TRIPLETS.get(normalize_machine(platform.machine()), ""),
+    } - {""}
+    multiarch = [f"{base}/{t}" for t in sorted(triplets) for base in ("/lib", "/usr/lib")]
+    return list(STANDARD_LIBRARY_DIRS) + multiarch
+
+
+@functools.cache
+def _ldconfig_names() -> frozenset[str]:
+    """Library names in the loader cache (``ldconfig -p``), read once per process."""
+    tool = shutil.which("ldconfig") or next(
+        (c for c in LDCONFIG_CANDIDATES if os.access(c, os.X_OK)), None
+    )
+    if tool is None:
+        return frozenset()
+    try:
+        result = subprocess.run([tool, "-p"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(_parse_ldconfig(result.stdout))
+
+
+def _parse_ldconfig(output: str) -> Iterable[str]:
+    # Lines look like: "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1"
+    host_abi = {"x86-64": "x86-64", "AArch64": "AArch64"}.get(normalize_machine(platform.machine()))
+    for line in output.splitlines():
+        match = re.match(r"\s+(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)", line)
+        if match is None:
+            continue
+        name, flags, _target = match.groups()
+        if host_abi is None or host_abi in flags:
+            yield name
