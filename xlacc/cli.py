@@ -199,7 +199,8 @@ def main() -> None:
         argv, command = argv[:cut], argv[cut + 1 :]
     cli_error = _cli_error_type()
     try:
-        app(args=argv, standalone_mode=False, prog_name="xlacc", obj={"command": command})
+        # Without standalone mode typer returns a command's exit code instead of exiting.
+        code = app(args=argv, standalone_mode=False, prog_name="xlacc", obj={"command": command})
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except XlaccError as exc:
@@ -219,4 +220,4 @@ def main() -> None:
             raise
         error_line(f"internal error: {type(exc).__name__}: {exc} (set XLACC_DEBUG=1 for the traceback)")
         sys.exit(70)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,720 @@
+"""``xlacc build``: compile a project (or kernel files) into a verified shared object.
+
+One path for both: a :class:`Target` says what to compile; :func:`_prepare` finds the toolchain,
+the archs and the command and hashes the inputs; a fresh cache skips the compiler; otherwise the
+compiler writes a temporary file that replaces the library only on success; then the library's
+entry points and GPU code are checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from xlacc import spec as spec_mod
+from xlacc import toolchain
+from xlacc.errors import UsageError
+from xlacc.report import Check, Finding, Report
+from xlacc.spec import Spec
+
+CACHE_FILE = ".xlacc-cache.json"
+CACHE_FORMAT = 1
+SOURCE_PLATFORMS = {".cu": "cuda", ".cc": "cpu", ".cpp": "cpu", ".cxx": "cpu"}
+
+NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
+NVCC_HIDE_SYMBOLS = ("-Xcompiler", "-fvisibility=hidden")
+NVCC_TRAILING_FLAGS = ("-lineinfo",)
+HOST_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC")
+HOST_HIDE_SYMBOLS = ("-fvisibility=hidden",)
+FFI_MARKER = "xla/ffi"  # a source that mentions it needs the FFI headers on the include path
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+# Compiler diagnostics: (pattern, level when the pattern has none). `where` names the location.
+DIAGNOSTICS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # gcc / clang: kernel.cc:3:11: error: ...
+    (re.compile(r"^(?P<where>[^\s:(][^:(]*:\d+(?::\d+)?): (?P<level>fatal error|error|warning): "), ""),
+    # nvcc's front end: kernel.cu(3): error: ... / kernel.cu(3): warning #177-D: ...
+    (re.compile(r"^(?P<where>[^\s(][^(]*\(\d+\)): (?P<level>error|warning)\b"), ""),
+    # CUDA tools: nvcc fatal   : Unsupported gpu architecture 'compute_70' / ptxas error   : ...
+    (re.compile(r"^(?P<where>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+)\s*(?P<level>fatal|error|warning)\s*:"), ""),
+    # the linker: /usr/bin/ld: ... / collect2: error: ld returned 1 exit status
+    (re.compile(r"^(?P<where>(?:\S*/)?(?:ld|collect2)(?:\.\w+)?): (?:(?P<level>error|warning): )?"), "error"),
+    # the linker, per reference: kernel.cc:(.text+0x5): undefined reference to `f'
+    (re.compile(r"^(?P<where>[^\s:]+:\([^)]*\)): (?=undefined reference)"), "error"),
+)
+HIDDEN_WARNING_SOURCES = ("xla/ffi",)  # warnings from these headers show only in --verbose output
+CONTEXT_LINES = 4  # indented lines (source snippet, caret, instantiation) kept after a diagnostic
+MAX_DIAGNOSTICS = 12
+FALLBACK_LINES = 15  # output lines shown when no line matched a known diagnostic format
+
+SYMBOL_PROBLEMS = {
+    "mangled": (
+        "symbol-mangled",
+        "entry point {name} has C++ linkage: XLA and ctypes look it up by its plain name",
+        "exported only as {symbol}{demangled}",
+        'declare it extern "C" (XLA_FFI_DEFINE_HANDLER_SYMBOL already does), then rebuild',
+    ),
+    "hidden": (
+        "symbol-hidden",
+        "entry point {name} is in the library but not exported",
+        "{symbol} is defined but local to the library (hidden visibility)",
+        'mark it __attribute__((visibility("default"))) (projects build with -fvisibility=hidden), then rebuild',
+    ),
+    "missing": (
+        "symbol-missing",
+        "entry point {name} is not in the library",
+        "no symbol named {name}{closest}",
+        "define it in one of the compiled sources, or fix the name in xlacc.toml / --symbol",
+    ),
+}
+
+
+# -- what to build ------------------------------------------------------------------------------
+
+
+@dataclass
+class BuildRequest:
+    paths: list[Path]
+    output: Path | None
+    symbols: list[str]
+    archs: str | None
+    platform: str | None
+    nvcc: Path | None
+    ffi_include: Path | None
+    force: bool
+    verbose: bool
+    show_progress: bool
+
+
+@dataclass
+class BuildResult:
+    library: Path
+    cached: bool
+    command: list[str]
+    archs: list[str]
+    seconds: float
+    checks: list[Check]
+    findings: list[Finding]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.ok is False for c in self.checks) and not any(f.severity == "error" for f in self.findings)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to compile, however it was asked for (a project's spec or kernel files)."""
+
+    title: str
+    root: Path  # the compiler runs here: paths in its messages are relative to it
+    sources: tuple[Path, ...]  # absolute
+    output: Path  # absolute
+    cache_file: Path
+    platform: str
+    entry_points: tuple[str, ...]
+    hide_symbols: bool  # -fvisibility=hidden: generated kernels mark their entry points visible
+    always_ffi: bool  # add the FFI headers even if no source mentions them
+    archs: tuple[str, ...]  # () = auto
+    archs_origin: str
+
+
+@dataclass(frozen=True)
+class Options:
+    force: bool = False
+    nvcc: Path | None = None
+    ffi_include: Path | None = None
+    verbose: bool = False
+    show_progress: bool = False
+
+
+@dataclass
+class Plan:
+    target: Target
+    compiler: toolchain.Compiler
+    command: list[str]
+    archs: list[str]
+    key: str
+    cache: BuildCache
+    checks: list[Check]
+
+
+# -- entry points -------------------------------------------------------------------------------
+
+
+def run(request: BuildRequest) -> Report:
+    """The CLI entry: a project directory builds from its spec; kernel files with the same flags."""
+    target = _request_target(request)
+    options = Options(request.force, request.nvcc, request.ffi_include, request.verbose, request.show_progress)
+    result = _build(target, options)
+    return Report(
+        title=f"xlacc build {target.title}",
+        checks=result.checks,
+        findings=result.findings,
+        notes=result.notes,
+        data={
+            "library": str(result.library),
+            "cached": result.cached,
+            "command": result.command,
+            "archs": result.archs,
+        },
+    )
+
+
+def build_spec(
+    spec: Spec,
+    *,
+    force: bool = False,
+    archs: tuple[str, ...] | None = None,
+    nvcc: Path | None = None,
+    ffi_include: Path | None = None,
+    verbose: bool = False,
+    show_progress: bool = False,
+) -> BuildResult:
+    """Build a project's library (unless the cache is fresh) and verify it."""
+    return _build(_spec_target(spec, archs=archs), Options(force, nvcc, ffi_include, verbose, show_progress))
+
+
+def is_stale(
+    spec: Spec, *, archs: tuple[str, ...] | None = None, nvcc: Path | None = None, ffi_include: Path | None = None
+) -> bool:
+    """Would :func:`build_spec` run the compiler? Cheap: hashes, no compile."""
+    plan = _prepare(_spec_target(spec, archs=archs), Options(nvcc=nvcc, ffi_include=ffi_include))
+    plan.cache.save()  # keeps a newly learnt compiler version
+    return not plan.cache.fresh(plan.target.output, plan.key)
+
+
+# -- targets ------------------------------------------------------------------------------------
+
+
+def _spec_target(
+    spec: Spec, *, archs: tuple[str, ...] | None, output: Path | None = None, symbols: tuple[str, ...] = ()
+) -> Target:
+    root = spec.root.resolve()
+    sources = tuple(s.resolve() for s in spec.source_paths)
+    for source in sources:
+        if not source.is_file():
+            raise UsageError(f"{source}: no such file (a source of {root / spec_mod.SPEC_FILE})")
+    library = Path(output or spec.library).resolve()
+    explicit = archs is not None and len(archs) > 0
+    return Target(
+        title=spec.name,
+        root=root,
+        sources=sources,
+        output=library,
+        cache_file=(root / "build" / CACHE_FILE) if output is None else library.parent / CACHE_FILE,
+        platform=spec.platform,
+        entry_points=tuple(dict.fromkeys(spec.entry_points + tuple(symbols))),
+        hide_symbols=True,
+        always_ffi=spec.needs_ffi,
+        archs=tuple(archs) if explicit else spec.archs,
+        archs_origin="--arch" if explicit else f"[build] archs in {spec_mod.SPEC_FILE}",
+    )
+
+
+def _request_target(request: BuildRequest) -> Target:
+    paths = [Path(p) for p in request.paths] or [Path(".")]
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+    requested_archs = spec_mod.parse_archs(request.archs) if request.archs else None
+    directories = [p for p in paths if p.is_dir()]
+    if directories:
+        if len(paths) > 1:
+            raise UsageError("give one project directory, or kernel files (.cu, .cc), not both")
+        project = spec_mod.load(directories[0])
+        return _spec_target(project, archs=requested_archs, output=request.output, symbols=tuple(request.symbols))
+    return _files_target(paths, request, requested_archs)
+
+
+def _files_target(paths: list[Path], request: BuildRequest, archs: tuple[str, ...] | None) -> Target:
+    for path in paths:
+        if path.suffix not in SOURCE_PLATFORMS:
+            allowed = ", ".join(SOURCE_PLATFORMS)
+            raise UsageError(f"{path}: unknown suffix {path.suffix!r}: xlacc builds {allowed} files or a project directory")
+    platform = _files_platform(paths, request.platform)
+    sources = tuple(p.resolve() for p in paths)
+    output = Path(request.output or sources[0].parent / "build" / f"lib{sources[0].stem}.so").resolve()
+    return Target(
+        title=", ".join(p.name for p in paths),
+        root=Path.cwd().resolve(),
+        sources=sources,
+        output=output,
+        cache_file=output.parent / CACHE_FILE,
+        platform=platform,
+        entry_points=tuple(dict.fromkeys(request.symbols)),
+        hide_symbols=False,  # the user's own files did not opt in to hidden visibility
+        always_ffi=False,
+        archs=archs or (),
+        archs_origin="--arch",
+    )
+
+
+def _files_platform(paths: list[Path], requested: str | None) -> str:
+    by_suffix = "cuda" if any(SOURCE_PLATFORMS[p.suffix] == "cuda" for p in paths) else "cpu"
+    if requested is None:
+        return by_suffix
+    if requested not in spec_mod.PLATFORMS:
+        raise UsageError(f"--platform {requested!r} is not allowed; use one of: {', '.join(spec_mod.PLATFORMS)}")
+    if requested == "cpu" and by_suffix == "cuda":
+        raise UsageError("--platform cpu cannot compile .cu files: use --platform cuda or .cc sources")
+    return requested
+
+
+# -- the build ----------------------------------------------------------------------------------
+
+
+def _build(target: Target, options: Options) -> BuildResult:
+    started = time.perf_counter()
+    plan = _prepare(target, options)
+    _clear_leftovers(target.output)
+    notes = [f"command (in {target.root}): {shlex.join(plan.command)}"] if options.verbose else []
+    cached = not options.force and plan.cache.fresh(target.output, plan.key)
+    if cached:
+        step = StepResult([Check("compile", True, "up to date (cached; --force rebuilds)")])
+    else:
+        step = _compile_step(plan, options)
+    plan.cache.save()
+    checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
+    if not step.ok:
+        return _result(plan, False, started, checks, findings, notes)
+    verify_checks, verify_findings = verify_library(
+        target.output, target.entry_points, plan.archs if target.platform == "cuda" else None
+    )
+    if not target.entry_points:
+        verify_checks.insert(0, Check("symbols", None, "none named: pass --symbol NAME to verify an entry point"))
+    return _result(plan, cached, started, checks + verify_checks, findings + verify_findings, notes)
+
+
+@dataclass
+class StepResult:
+    checks: list[Check]
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok is not False for c in self.checks)
+
+
+def _compile_step(plan: Plan, options: Options) -> StepResult:
+    """Compile, record the new key on success, and turn the compiler's output into checks."""
+    outcome = _compile(plan, options)
+    messages = compiler_messages(outcome.output)
+    shown = options.verbose and outcome.output.strip()
+    notes = [f"{plan.compiler.kind} output:\n{outcome.output.rstrip()}"] if shown else []
+    if not outcome.ok:
+        failure = _compile_failure_check(plan, outcome, messages)
+        return StepResult([failure], [_compile_error_finding(plan, messages, outcome.output)], notes)
+    plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
+    warnings = [_warnings_finding(plan, messages.warnings)] if messages.warnings else []
+    return StepResult([Check("compile", True, f"compiled in {outcome.seconds:.2f} s")], warnings, notes)
+
+
+def _result(plan: Plan, cached: bool, started: float, checks, findings, notes) -> BuildResult:
+    return BuildResult(
+        library=plan.target.output,
+        cached=cached,
+        command=plan.command,
+        archs=plan.archs,
+        seconds=time.perf_counter() - started,
+        checks=checks,
+        findings=findings,
+        notes=notes,
+    )
+
+
+def _prepare(target: Target, options: Options) -> Plan:
+    """Toolchain, archs, command line and cache key: everything short of compiling."""
+    inputs = read_inputs(target.sources)
+    cache = BuildCache.load(target.cache_file)
+    checks: list[Check] = []
+    if target.platform == "cuda":
+        compiler = toolchain.find_nvcc(options.nvcc, versions=cache.compilers)
+    else:
+        compiler = toolchain.find_host_cxx(versions=cache.compilers)
+    checks.append(Check("toolchain", True, compiler.describe()))
+    ffi_dir = None
+    if target.always_ffi or any(FFI_MARKER.encode() in data for data in inputs.values()):
+        ffi_dir = toolchain.ffi_include_dir(options.ffi_include)
+        checks.append(Check("ffi headers", True, str(ffi_dir)))
+    archs: list[str] = []
+    if target.platform == "cuda":
+        archs, why = toolchain.resolve_archs(target.archs or None)
+        if target.archs:
+            why = f"as requested by {target.archs_origin}"
+        checks.append(Check("archs", True, f"{describe_archs(archs)}: {why}"))
+    command = compile_command(compiler, target, archs, ffi_dir)
+    key = cache_key(inputs, command, compiler, toolchain.ffi_headers_digest(ffi_dir) if ffi_dir else "")
+    return Plan(target, compiler, command, archs, key, cache, checks)
+
+
+def _display(path: Path, root: Path) -> str:
+    """A path as the compiler should see it: relative to where it runs, when inside it."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def gencode_flags(archs: list[str]) -> list[str]:
+    """SASS for every arch, and PTX of the highest so newer GPUs can JIT it."""
+    ptx_arch = _ptx_arch(archs)
+    flags = []
+    for arch in archs:
+        virtual = "compute_" + arch.split("_", 1)[1]
+        code = f"[{arch},{virtual}]" if arch == ptx_arch else arch
+        flags += ["-gencode", f"arch={virtual},code={code}"]
+    return flags
+
+
+def _ptx_arch(archs: list[str]) -> str:
+    # An arch-specific PTX (compute_90a) runs only on that GPU: prefer the portable one.
+    return max(archs, key=lambda a: (toolchain.arch_number(a), not a.endswith("a")))
+
+
+def describe_archs(archs: list[str]) -> str:
+    return f"{', '.join(archs)} + PTX compute_{_ptx_arch(archs).split('_', 1)[1]}"
+
+
+def compile_command(compiler: toolchain.Compiler, target: Target, archs: list[str], ffi_dir: Path | None) -> list[str]:
+    include = ["-I", str(ffi_dir)] if ffi_dir else []
+    sources = [_display(s, target.root) for s in target.sources]
+    output = ["-o", _display(target.output, target.root)]
+    if compiler.kind == "nvcc":
+        hide = list(NVCC_HIDE_SYMBOLS) if target.hide_symbols else []
+        flags = [*NVCC_FLAGS, *hide, *gencode_flags(archs), *include, *NVCC_TRAILING_FLAGS]
+    else:
+        hide = list(HOST_HIDE_SYMBOLS) if target.hide_symbols else []
+        flags = [*HOST_FLAGS, *hide, *include]
+    return [str(compiler.path), *flags, *sources, *output]
+
+
+# -- inputs and the cache -----------------------------------------------------------------------
+
+
+def read_inputs(sources: tuple[Path, ...]) -> dict[Path, bytes]:
+    """The sources and every header they #include "like_this" that sits next to its includer."""
+    inputs: dict[Path, bytes] = {}
+    pending = list(sources)
+    while pending:
+        path = pending.pop(0)
+        if path in inputs:
+            continue
+        try:
+            inputs[path] = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        text = inputs[path].decode("utf-8", errors="replace")
+        for name in QUOTED_INCLUDE.findall(text):
+            header = (path.parent / name).resolve()
+            if header.is_file() and header not in inputs:
+                pending.append(header)
+    return inputs
+
+
+def cache_key(inputs: dict[Path, bytes], command: list[str], compiler: toolchain.Compiler, ffi_digest: str) -> str:
+    digest = hashlib.sha256()
+    for part in (json.dumps(command), compiler.kind, compiler.version, ffi_digest):
+        digest.update(part.encode() + b"\0")
+    for path, data in inputs.items():
+        digest.update(path.name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return digest.hexdigest()
+
+
+def _file_stamp(path: Path) -> list[int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return [stat.st_mtime_ns, stat.st_size]
+
+
+@dataclass
+class BuildCache:
+    """``.xlacc-cache.json``: per library the key it was built from; the compilers' versions."""
+
+    path: Path
+    libraries: dict[str, dict] = field(default_factory=dict)
+    compilers: toolchain.VersionMemo = field(default_factory=dict)
+    _loaded: str = field(default="", repr=False, compare=False)
+
+    @classmethod
+    def load(cls, path: Path) -> BuildCache:
+        try:
+            text = path.read_text(encoding="utf-8")
+            raw = json.loads(text)
+        except (OSError, ValueError):
+            return cls(path)
+        if not isinstance(raw, dict) or raw.get("format") != CACHE_FORMAT:
+            return cls(path)
+        cache = cls(path, dict(raw.get("libraries") or {}), dict(raw.get("compilers") or {}))
+        cache._loaded = cache._serialize()
+        return cache
+
+    def _name(self, library: Path) -> str:
+        return os.path.relpath(library, self.path.parent)
+
+    def fresh(self, library: Path, key: str) -> bool:
+        entry = self.libraries.get(self._name(library))
+        return bool(entry) and entry.get("key") == key and entry.get("stamp") == _file_stamp(library)
+
+    def record(self, library: Path, key: str, command: list[str], archs: list[str]) -> None:
+        self.libraries[self._name(library)] = {
+            "key": key,
+            "stamp": _file_stamp(library),
+            "command": command,
+            "archs": archs,
+        }
+
+    def _serialize(self) -> str:
+        body = {"format": CACHE_FORMAT, "libraries": self.libraries, "compilers": self.compilers}
+        return json.dumps(body, indent=1, sort_keys=True)
+
+    def save(self) -> None:
+        text = self._serialize()
+        if text == self._loaded:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError:
+            temporary.unlink(missing_ok=True)  # a cache that cannot be written only costs a rebuild
+            return
+        self._loaded = text
+
+
+# -- compiling ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    ok: bool
+    returncode: int
+    output: str
+    seconds: float
+
+
+def temporary_output(library: Path) -> Path:
+    """Where the compiler writes before the rename; the pid lets a later build clear leftovers."""
+    return library.with_name(f".{library.name}.{os.getpid()}.tmp")
+
+
+def _clear_leftovers(library: Path) -> None:
+    """Remove temporary outputs of builds that were killed (their process is gone)."""
+    for leftover in library.parent.glob(f".{library.name}.*.tmp"):
+        pid = leftover.name[len(library.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _compile(plan: Plan, options: Options) -> CompileOutcome:
+    """Run the compiler into a temporary file; replace the library only when it succeeded."""
+    library = plan.target.output
+    library.parent.mkdir(parents=True, exist_ok=True)
+    temporary = temporary_output(library)
+    command = plan.command[:-1] + [str(temporary)]
+    started = time.perf_counter()
+    try:
+        with _progress(f"compiling {plan.target.title} with {plan.compiler.kind}", options.show_progress):
+            done = subprocess.run(
+                command, cwd=plan.target.root, capture_output=True, text=True, errors="replace"
+            )
+        output = done.stdout + done.stderr
+        ok = done.returncode == 0 and temporary.is_file() and temporary.stat().st_size > 0
+        if ok:
+            os.replace(temporary, library)
+        return CompileOutcome(ok, done.returncode, output, time.perf_counter() - started)
+    except OSError as exc:
+        return CompileOutcome(False, -1, f"{plan.compiler.path}: {exc.strerror or exc}", time.perf_counter() - started)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+@contextmanager
+def _progress(message: str, enabled: bool) -> Iterator[None]:
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    from xlacc.report import console
+
+    with console(stderr=True).status(message):
+        yield
+
+
+# -- compiler messages --------------------------------------------------------------------------
+
+
+@dataclass
+class CompilerMessages:
+    errors: list[str] = field(default_factory=list)  # each: the diagnostic line and its context
+    warnings: list[str] = field(default_factory=list)
+
+
+def _classify(line: str) -> tuple[str, str] | None:
+    """(level, where) of a diagnostic line; None for any other line."""
+    for pattern, default_level in DIAGNOSTICS:
+        match = pattern.match(line)
+        if match:
+            level = match.groupdict().get("level") or default_level
+            return ("warning" if level == "warning" else "error"), match.group("where")
+    return None
+
+
+def compiler_messages(output: str) -> CompilerMessages:
+    """The compiler's error and warning lines, each with its indented context lines.
+
+    Warnings located in XLA's FFI headers are dropped (``--verbose`` shows the whole output).
+    """
+    blocks: list[tuple[str, list[str]]] = []
+    current: list[str] | None = None
+    for line in output.splitlines():
+        if current is not None and line[:1].isspace() and line.strip() and len(current) <= CONTEXT_LINES:
+            current.append(line)
+            continue
+        current = None
+        found = _classify(line)
+        if found is None:
+            continue
+        level, where = found
+        if level == "warning" and any(s in where for s in HIDDEN_WARNING_SOURCES):
+            continue
+        current = [line]
+        blocks.append((level, current))
+    return CompilerMessages(
+        errors=["\n".join(lines) for level, lines in blocks if level == "error"],
+        warnings=["\n".join(lines) for level, lines in blocks if level == "warning"],
+    )
+
+
+def _compile_failure_check(plan: Plan, outcome: CompileOutcome, messages: CompilerMessages) -> Check:
+    count = len(messages.errors)
+    first = messages.errors[0].splitlines()[0] if messages.errors else f"exit status {outcome.returncode}"
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    return Check("compile", False, f"{plan.compiler.kind} failed: {first}{more}")
+
+
+def _compile_error_finding(plan: Plan, messages: CompilerMessages, output: str) -> Finding:
+    if messages.errors:
+        shown = messages.errors[:MAX_DIAGNOSTICS]
+        hidden = len(messages.errors) - len(shown)
+        evidence = "\n".join(shown) + (f"\n... and {hidden} more" if hidden else "")
+    else:
+        evidence = "\n".join([line for line in output.splitlines() if line.strip()][-FALLBACK_LINES:])
+    return Finding(
+        code="compile-error",
+        severity="error",
+        title=f"{plan.compiler.kind} rejected {plan.target.title}",
+        evidence=evidence or "(the compiler printed nothing)",
+        fix="fix the lines above; `xlacc build --verbose` shows the command line and the full compiler output",
+        likelihood=1.0,
+    )
+
+
+def _warnings_finding(plan: Plan, warnings: list[str]) -> Finding:
+    shown = warnings[:MAX_DIAGNOSTICS]
+    hidden = len(warnings) - len(shown)
+    return Finding(
+        code="compiler-warning",
+        severity="warning",
+        title=f"{plan.compiler.kind} warned about {plan.target.title}",
+        evidence="\n".join(shown) + (f"\n... and {hidden} more" if hidden else ""),
+        fix="the library was built; review the warnings above",
+    )
+
+
+# -- verification -------------------------------------------------------------------------------
+
+
+def verify_library(
+    library: Path, entry_points: tuple[str, ...] | list[str], archs: list[str] | None
+) -> tuple[list[Check], list[Finding]]:
+    """Are the entry points exported with C linkage, and is there GPU code for every arch?
+
+    ``archs`` None skips the GPU check (a cpu library).
+    """
+    from xlacc import elf
+
+    try:
+        shared = elf.read_shared_object(library)
+    except elf.ElfError as exc:
+        return [Check("library", False, str(exc))], [
+            Finding("library-unreadable", "error", "the built library cannot be read", str(exc), "rebuild with --force")
+        ]
+    checks: list[Check] = []
+    findings: list[Finding] = []
+    for name in entry_points:
+        check, finding = _verify_symbol(shared, name)
+        checks.append(check)
+        findings += [finding] if finding else []
+    if archs is not None:
+        arch_checks, arch_findings = _verify_archs(library, archs)
+        checks += arch_checks
+        findings += arch_findings
+    return checks, findings
+
+
+def _verify_symbol(shared, name: str) -> tuple[Check, Finding | None]:
+    from xlacc import elf
+
+    status = elf.find_symbol(shared, name)
+    if status.status == "exported":
+        return Check(f"symbol {name}", True, "exported with C linkage"), None
+    code, title, evidence, fix = SYMBOL_PROBLEMS[status.status]
+    fields = {
+        "name": name,
+        "symbol": status.symbol.name if status.symbol else name,
+        "demangled": f" ({status.demangled})" if status.demangled else "",
+        "closest": f"; closest exported: {', '.join(status.closest)}" if status.closest else "",
+    }
+    finding = Finding(code, "error", title.format(**fields), evidence.format(**fields), fix.format(**fields), likelihood=0.9)
+    return Check(f"symbol {name}", False, status.status), finding
+
+
+def _verify_archs(library: Path, archs: list[str]) -> tuple[list[Check], list[Finding]]:
+    from xlacc import elf, fatbin
+
+    try:
+        entries = fatbin.read_fatbin(library)
+    except elf.ElfError as exc:
+        return [Check("gpu code", False, str(exc))], []
+    if not entries:
+        return [Check("gpu code", None, "none in the library (no kernels)")], []
+    checks, findings = [], []
+    for arch in archs:
+        coverage = fatbin.runs_on(entries, arch)
+        checks.append(Check(f"arch {arch}", coverage.ok, coverage.reason))
+        if not coverage.ok:
+            findings.append(
+                Finding(
+                    "arch-mismatch",
+                    "error",
+                    f"the library cannot run on {arch}",
+                    f"{library.name} holds {fatbin.describe(entries)}: {coverage.reason}",
+                    f"rebuild with --arch {arch} (or add it to [build] archs in {spec_mod.SPEC_FILE})",
+                    likelihood=0.9,
+                )
+            )
+    return checks, findings
