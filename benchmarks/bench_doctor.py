@@ -1,0 +1,99 @@
+"""Wall time of `xlacc doctor` on a shared library, a log and a source folder, against `python -c pass`.
+
+    python benchmarks/bench_doctor.py [--runs N]
+
+Each mode runs N times in a fresh process (what a user waits for); the median is reported with its
+ratio to an empty interpreter start. The budget is 0.5 s per mode; the exit status is 1 when a mode
+exceeds it. The library is built here (nvcc when present, else g++), and its check asks for a
+missing symbol, which makes doctor read the full .symtab: the slowest path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "tests" / "artifacts" / "doctor"
+BUDGET_S = 0.5
+KERNEL = r"""
+#include <cuda_runtime.h>
+__global__ void bump(float* x, long n) { long i = blockIdx.x * 256L + threadIdx.x; if (i < n) x[i] += 1.0f; }
+extern "C" void bump_entry(cudaStream_t stream, void** buffers, const char* opaque, size_t opaque_len) {
+  bump<<<1, 256, 0, stream>>>(static_cast<float*>(buffers[0]), 256);
+  cudaGetLastError();
+}
+"""
+HOST = 'extern "C" void bump_entry(void* stream, void** buffers, const char* opaque, unsigned long n) {}\n'
+
+
+def build_library(directory: Path) -> tuple[Path, str]:
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        (directory / "bump.cu").write_text(KERNEL)
+        out = directory / "libbump.so"
+        subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_80,code=sm_80",
+                        str(directory / "bump.cu"), "-o", str(out)], check=True, capture_output=True)
+        return out, "nvcc, static cudart"
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        raise SystemExit("neither nvcc nor g++ found: cannot build a library to check")
+    (directory / "bump.cc").write_text(HOST)
+    out = directory / "libbump.so"
+    subprocess.run([compiler, "-shared", "-fPIC", str(directory / "bump.cc"), "-o", str(out)], check=True, capture_output=True)
+    return out, "g++"
+
+
+def build_log(directory: Path) -> Path:
+    """Every log artifact, five times over: about a quarter of a megabyte of tracebacks."""
+    logs = sorted((ARTIFACTS / "logs").rglob("*.log"))
+    text = "\n".join(p.read_text() for p in logs) * 5
+    out = directory / "run.log"
+    out.write_text(text)
+    return out
+
+
+def median_wall(argv: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    doctor = [sys.executable, "-m", "xlacc", "doctor"]
+    with tempfile.TemporaryDirectory() as tmp:
+        library, how = build_library(Path(tmp))
+        log = build_log(Path(tmp))
+        sources = ARTIFACTS / "sources"
+        modes = {
+            "so": doctor + ["--so", str(library), "--symbol", "bump_entry", "--symbol", "no_such_entry", "--arch", "sm_90"],
+            "log": doctor + ["--log", str(log)],
+            "sources": doctor + [str(sources)],
+        }
+        baseline = median_wall([sys.executable, "-c", "pass"], args.runs)
+        print(f"python -c pass: {baseline * 1000:.0f} ms (median of {args.runs})")
+        print(f"library: {library.stat().st_size // 1024} KB ({how}); log: {log.stat().st_size // 1024} KB; "
+              f"sources: {sum(1 for p in sources.rglob('*') if p.is_file())} files")
+        print(f"{'mode':<8} {'wall':>8} {'x pass':>7}  budget {BUDGET_S:.1f} s")
+        over = False
+        for name, argv in modes.items():
+            wall = median_wall(argv, args.runs)
+            over |= wall > BUDGET_S
+            print(f"{name:<8} {wall * 1000:>6.0f} ms {wall / baseline:>6.1f}x  {'ok' if wall <= BUDGET_S else 'OVER'}")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+# The parent initialises CUDA, then forks workers that use it.
+import multiprocessing as mp
+
+import torch
+
+
+def work(i):
+    return torch.ones(3, device="cuda").sum().item() + i
+
+
+if __name__ == "__main__":
+    warm = torch.zeros(1, device="cuda")
+    with mp.Pool(2) as pool:
+        print(pool.map(work, range(4)))
