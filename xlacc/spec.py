@@ -392,7 +392,7 @@ class _Reader:
         duplicate = next((n for n in names if names.count(n) > 1), None)
         if duplicate:
             raise self.fail("inputs", f"the name {duplicate!r} is used twice; operands, results and attributes need distinct names")
-        input_names = {t.name for t in spec.inputs}
+        input_names = [t.name for t in spec.inputs]
         for i, out in enumerate(spec.outputs):
             if out.like is not None and out.like not in input_names:
                 raise self.fail(f"outputs[{i}].shape", f"{out.like!r} is not an input; use one of: {', '.join(input_names)}")

@@ -1,0 +1,75 @@
+"""End to end on a GPU: every template x api through JAX, and the failures only a GPU shows.
+
+Marked `gpu`: skipped where no GPU is visible (CI). The device runs and their figures are in
+benchmarks/RESULTS.md; reproduce with `python -m pytest -m gpu tests/test_gpu.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xlacc.scaffold import available_templates
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parent.parent
+CUDA_TEMPLATES = [name for name, meta in available_templates().items() if "cuda" in meta.get("platforms", ["cuda"])]
+
+
+def xlacc(*args, cwd: Path, timeout: float = 900):
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "xlacc", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def new_cuda_project(tmp_path: Path, name: str, template: str = "add", api: str = "ffi") -> Path:
+    out = xlacc("new", name, "--template", template, "--platform", "cuda", "--api", api, "--framework", "jax", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    return tmp_path / name
+
+
+def codes(report: dict) -> set[str]:
+    return {f["code"] for f in report.get("findings", [])}
+
+
+@pytest.mark.parametrize("api", ["ffi", "legacy"])
+@pytest.mark.parametrize("template", CUDA_TEMPLATES)
+def test_template_passes_run_smoke_on_the_gpu(tmp_path, template, api):
+    project = new_cuda_project(tmp_path, "op", template, api)
+    build = xlacc("build", "--json", cwd=project)
+    assert build.returncode == 0, build.stdout + build.stderr
+    assert json.loads(build.stdout)["archs"], "auto arch picks the visible GPU"
+    smoke = xlacc("run-smoke", "--json", cwd=project)
+    report = json.loads(smoke.stdout)
+    failed = [c for c in report["checks"] if c["ok"] is False]
+    assert smoke.returncode == 0 and not failed, json.dumps(report, indent=1)
+    assert any(c["name"].startswith("numerics") and c["ok"] for c in report["checks"])
+
+
+def test_sm80_only_build_is_diagnosed_as_arch_mismatch(tmp_path):
+    project = new_cuda_project(tmp_path, "old_arch")
+    toml = project / "xlacc.toml"
+    toml.write_text(toml.read_text().replace('archs = "auto"', 'archs = ["sm_80"]'))
+    assert xlacc("build", cwd=project).returncode == 0  # it does hold sm_80, as asked
+
+    doctor = xlacc("doctor", "--so", "build/libold_arch.so", "--json", cwd=project)
+    assert doctor.returncode == 1 and "arch-mismatch" in codes(json.loads(doctor.stdout)), doctor.stdout
+
+    smoke = xlacc("run-smoke", "--json", cwd=project)
+    report = json.loads(smoke.stdout)
+    assert smoke.returncode == 1 and "arch-mismatch" in codes(report), smoke.stdout
+
+
+def test_legacy_entry_registered_as_typed_ffi_crash_is_diagnosed(tmp_path):
+    project = new_cuda_project(tmp_path, "mixed", api="legacy")
+    ops = project / "jax_ops.py"
+    # The mistake: the legacy entry point registered in the typed FFI registry.
+    ops.write_text(ops.read_text().replace("REGISTER_API_VERSION = 0", "REGISTER_API_VERSION = 1"))
+    smoke = xlacc("run-smoke", "--json", cwd=project)
+    report = json.loads(smoke.stdout)
+    assert smoke.returncode == 1 and "kernel-crash" in codes(report), smoke.stdout
