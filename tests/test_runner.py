@@ -1,0 +1,135 @@
+"""xlacc.runtime.runner: a child that crashes, hangs or fails is reported, never raised."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from xlacc.runtime.records import RecordWriter, read_records
+from xlacc.runtime.runner import ChildResult, child_env, run_child, run_harness, signal_name
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def run_python(code: str, timeout: float = 30, records: Path | None = None) -> ChildResult:
+    return run_child(python(code), timeout, env=child_env(), records_path=records)
+
+
+def test_signal_kills_the_child_and_is_named():
+    result = run_python("import os, signal; print('before', flush=True); os.kill(os.getpid(), signal.SIGSEGV)")
+    assert result.returncode == -11
+    assert result.signal_name == "SIGSEGV"
+    assert result.crashed and not result.timed_out
+    assert "before" in result.output
+    assert result.describe() == "was killed by SIGSEGV"
+
+
+def test_null_pointer_read_is_a_sigsegv():
+    result = run_python("import ctypes; ctypes.string_at(0)")
+    assert result.signal_name == "SIGSEGV"
+    assert result.crashed
+
+
+def test_abort_is_sigabrt():
+    result = run_python("import os; os.abort()")
+    assert result.signal_name == "SIGABRT"
+
+
+def test_hang_is_killed_with_its_whole_process_group(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    code = f"""
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        print("started", flush=True)
+        time.sleep(120)
+    """
+    started = time.monotonic()
+    result = run_python(code, timeout=3)
+    assert result.timed_out
+    assert result.returncode is None
+    assert not result.crashed
+    assert time.monotonic() - started < 30
+    assert "started" in result.output
+    assert result.describe().startswith("timed out after")
+    grandchild = int(pid_file.read_text())
+    _wait_gone(grandchild)
+
+
+def _wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"process {pid} outlived the timeout kill")
+
+
+def test_nonzero_exit_keeps_code_and_both_streams():
+    result = run_python("import sys; print('out line'); print('err line', file=sys.stderr); sys.exit(7)")
+    assert result.returncode == 7
+    assert result.signal_name is None
+    assert not result.timed_out and not result.crashed
+    assert "out line" in result.output and "err line" in result.output
+    assert result.describe() == "exited with code 7"
+
+
+def test_records_written_before_a_crash_survive(tmp_path):
+    records = tmp_path / "records.jsonl"
+    code = f"""
+        import ctypes
+        from xlacc.runtime.records import RecordWriter
+        writer = RecordWriter({str(records)!r})
+        writer.step("registration")
+        writer.check("registration", True, "registered")
+        writer.step("numerics")
+        print("not a record", flush=True)
+        ctypes.string_at(0)
+        writer.check("numerics", True, "never written")
+    """
+    result = run_python(code, records=records)
+    assert result.signal_name == "SIGSEGV"
+    checks = [r for r in result.records if r["type"] == "check"]
+    assert checks == [{"type": "check", "name": "registration", "ok": True, "detail": "registered"}]
+    assert result.last_step == "numerics"
+    assert not result.finished
+
+
+def test_a_line_cut_short_is_dropped(tmp_path):
+    path = tmp_path / "records.jsonl"
+    writer = RecordWriter(path)
+    writer.check("lowering", False, "no custom call")
+    writer.exit(1, "failed")
+    writer.close()
+    with open(path, "a") as f:
+        f.write('{"type": "check", "name": "numer')
+    records = read_records(path)
+    assert [r["type"] for r in records] == ["check", "exit"]
+    assert records[0]["ok"] is False
+    assert read_records(tmp_path / "missing.jsonl") == []
+
+
+def test_signal_name_of_return_codes():
+    assert signal_name(-6) == "SIGABRT"
+    assert signal_name(0) is None
+    assert signal_name(3) is None
+    assert signal_name(None) is None
+
+
+def test_run_harness_finds_xlacc_from_any_directory(tmp_path):
+    """The child imports this xlacc (PYTHONPATH), gets a records file, and its records come back."""
+    result = run_harness("xlacc.runtime.harness_jax", ["--project", str(tmp_path / "nowhere")], timeout=120, cwd=tmp_path)
+    assert result.returncode == 1, result.output
+    assert result.finished
+    failed = [r for r in result.records if r["type"] == "check" and r["ok"] is False]
+    assert failed and failed[0]["name"] == "project"
+    assert "no xlacc.toml" in failed[0]["detail"]

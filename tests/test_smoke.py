@@ -1,0 +1,218 @@
+"""xlacc run-smoke end to end on the CPU: generated projects pass; projects broken on purpose fail
+with the right diagnosis, and xlacc itself never crashes.
+
+Every run goes through the command line in a subprocess (`python -m xlacc run-smoke --json`).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xlacc import scaffold
+from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+
+pytest.importorskip("jax", reason="run-smoke's JAX harness needs jax (pip install 'xlacc[jax]')")
+if shutil.which("g++") is None:
+    pytest.skip("cpu projects build with g++, which is not on PATH", allow_module_level=True)
+
+from test_smoke_support import append, checks, codes, new_project, numerics_checks, run_smoke  # noqa: E402
+
+pytestmark = pytest.mark.slow
+CPU_TEMPLATES = sorted(name for name, meta in scaffold.available_templates().items() if "cpu" in meta.get("platforms", ("cpu",)))
+SMALL_SIZES = "1,1001,65536"
+
+
+# -- generated projects pass ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", ["ffi", "legacy"])
+@pytest.mark.parametrize("template", CPU_TEMPLATES)
+def test_generated_cpu_project_passes_through_jax(tmp_path, template, api):
+    project = new_project(tmp_path, f"{template.replace('-', '_')}_{api}", template=template, api=api)
+    code, payload, _ = run_smoke(project, "--framework", "jax")
+    assert code == EXIT_OK, payload
+    by_name = checks(payload)
+    assert by_name["build"]["ok"] is True
+    assert by_name["registration"]["ok"] is True
+    kind = "typed FFI" if api == "ffi" else "legacy"
+    assert kind in by_name["registration"]["detail"]
+    version = "API_VERSION_TYPED_FFI" if api == "ffi" else "API_VERSION_STATUS_RETURNING_UNIFIED"
+    assert by_name["lowering"]["ok"] is True and version in by_name["lowering"]["detail"]
+    assert payload["sizes"] == [1, 10_007, 1 << 20]
+    sizes_run = {int(re.match(r"numerics n=(\d+)", c["name"])[1]) for c in numerics_checks(payload)}
+    assert sizes_run == {1, 10_007, 1 << 20}
+    assert all(c["ok"] is True for c in payload["checks"]), payload["checks"]
+    assert all("max abs err" in c["detail"] for c in numerics_checks(payload))
+    assert payload["seed"] == 0 and payload["diagnosis"] == [] and payload["bench"] == {}
+
+
+def test_every_dtype_of_a_generic_op_passes_with_its_tolerance(tmp_path):
+    project = new_project(tmp_path, "generic", dtypes=("f16", "bf16", "f32", "f64", "i32", "i64"))
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1,1001", "--seed", "7")
+    assert code == EXIT_OK, payload
+    details = {c["name"]: c["detail"] for c in numerics_checks(payload)}
+    assert set(details) == {f"numerics n={n} {d}" for n in (1, 1001) for d in ("f16", "bf16", "f32", "f64", "i32", "i64")}
+    assert "rtol=0.005" in details["numerics n=1001 f16"] and "rtol=0 atol=0" in details["numerics n=1001 i32"]
+    assert all(d.startswith("seed 7:") for d in details.values())
+
+
+def test_bench_times_custom_call_and_xla_in_one_run(tmp_path):
+    project = new_project(tmp_path, "benched")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES, "--bench")
+    assert code == EXIT_OK, payload
+    bench = payload["bench"]
+    assert bench["size"] == 65536 and bench["dtype"] == "f32"
+    assert bench["bytes"] == 3 * 4 * 65536  # reference.bytes_moved: two operands and the result
+    assert bench["custom_us"] > 0 and bench["native_us"] > 0 and bench["samples"] >= 5
+    assert bench["ratio"] == pytest.approx(bench["native_us"] / bench["custom_us"])
+    assert bench["custom_gbps"] == pytest.approx(bench["bytes"] / bench["custom_us"] / 1e3)
+    assert "x XLA's speed" in checks(payload)["bench"]["detail"]
+
+
+# -- broken on purpose ----------------------------------------------------------------------------
+
+
+def test_legacy_entry_point_registered_as_typed_ffi_fails_at_registration(tmp_path):
+    """XLA calls the function as a typed handler to read its metadata: the process dies (SIGSEGV)
+    or XLA reports garbage (`Fetching XLA FFI metadata failed`), depending on what the function
+    does with arguments it never got. Either way the registration is named before XLA sees it."""
+    project = new_project(tmp_path, "legacy_as_ffi", api="legacy")
+    append(project / "jax_ops.py", "REGISTER_API_VERSION = 1  # typed FFI registry, legacy function")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_PROBLEM
+    mismatch = next(f for f in payload["diagnosis"] if f["code"] == "api-version-mismatch")
+    assert "api_version=1" in mismatch["evidence"] and "legacy" in mismatch["evidence"]
+    by_name = checks(payload)
+    if "child process" in by_name:
+        assert "during registration" in by_name["child process"]["detail"]
+        assert "kernel-crash" in codes(payload)
+    else:
+        assert by_name["registration"]["ok"] is False
+    assert not any(c["ok"] is True for c in numerics_checks(payload))
+
+
+def edit_element_loop(project: Path, replacement: str) -> None:
+    """Replace the add template's per-element statement (``outp[i] = ... + ...;``)."""
+    kernel = project / "kernel.cc"
+    source, count = re.subn(r"(\w+\[i\]\s*=\s*)([^;]*\+[^;]*);", replacement, kernel.read_text())
+    assert count >= 1, "the add template's element loop changed: update this edit"
+    kernel.write_text(source)
+
+
+def test_kernel_that_crashes_is_diagnosed_not_raised(tmp_path):
+    project = new_project(tmp_path, "segfaults")
+    edit_element_loop(project, r"*(volatile int*)nullptr = 0;")
+    code, payload, stderr = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_PROBLEM
+    by_name = checks(payload)
+    assert by_name["registration"]["ok"] is True and by_name["lowering"]["ok"] is True
+    assert by_name["child process"]["ok"] is False
+    assert "killed by SIGSEGV during numerics n=1" in by_name["child process"]["detail"]
+    crash = next(f for f in payload["diagnosis"] if f["code"] == "kernel-crash")
+    assert crash["severity"] == "error" and crash["fix"]
+
+
+def test_platform_string_jax_queues_silently(tmp_path):
+    project = new_project(tmp_path, "queued")
+    append(project / "jax_ops.py", 'PLATFORM = "GPU"  # queued by jax, never applied')
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_PROBLEM
+    registration = checks(payload)["registration"]
+    assert registration["ok"] is False and "'GPU'" in registration["detail"]
+    found = codes(payload)
+    assert found[0] in ("platform-name", "target-not-registered")
+    assert {"platform-name", "target-not-registered"} <= set(found)
+    assert checks(payload)["compile"]["ok"] is False
+    assert not numerics_checks(payload) or all(c["ok"] is not True for c in numerics_checks(payload))
+
+
+def test_kernel_that_writes_zeros_fails_numerics(tmp_path):
+    project = new_project(tmp_path, "zeros")
+    edit_element_loop(project, r"\g<1>\g<2> * 0;")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_PROBLEM
+    failed = [c for c in numerics_checks(payload) if c["ok"] is False]
+    assert failed and all("every output is zero" in c["detail"] for c in failed)
+    assert checks(payload)["registration"]["ok"] is True and checks(payload)["lowering"]["ok"] is True
+
+
+def test_reference_that_disagrees_fails_numerics_with_the_error(tmp_path):
+    project = new_project(tmp_path, "disagrees")
+    append(
+        project / "reference.py",
+        """
+_agreed_reference = reference
+
+
+def reference(*operands, xp=np, **attrs):
+    return _agreed_reference(*operands, xp=xp, **attrs) + 1
+""",
+    )
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_PROBLEM
+    numerics = numerics_checks(payload)
+    assert len(numerics) == 3 and all(c["ok"] is False for c in numerics)
+    assert all(re.search(r"max abs err 1 at \[\d+\]", c["detail"]) for c in numerics)
+    assert "65536 of 65536 elements outside tolerance" in checks(payload)["numerics n=65536 f32"]["detail"]
+
+
+def test_op_that_never_calls_the_kernel_is_optimized_away(tmp_path):
+    project = new_project(tmp_path, "folded")
+    append(project / "jax_ops.py", "def folded(x, y):\n    return jnp.zeros_like(x)")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_PROBLEM
+    assert checks(payload)["lowering"]["ok"] is False
+    assert "op-optimized-away" in codes(payload)
+
+
+def test_hang_is_cut_by_the_timeout(tmp_path):
+    project = new_project(tmp_path, "hangs")
+    append(project / "jax_ops.py", "import time\ntime.sleep(600)")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--timeout", "10")
+    assert code == EXIT_PROBLEM
+    child = checks(payload)["child process"]
+    assert child["ok"] is False and "timed out after" in child["detail"] and "during registration" in child["detail"]
+
+
+def test_usage_errors_are_one_line(tmp_path):
+    project = new_project(tmp_path, "usage")
+    for flags, message in ((["--framework", "torch-xla"], "not generated for torch-xla"),
+                           (["--framework", "tf"], "unknown framework"),
+                           (["--sizes", "0"], "--sizes"),
+                           (["--timeout", "0"], "--timeout")):
+        code, payload, stderr = run_smoke(project, *flags)
+        assert code == EXIT_USAGE and payload == {}
+        assert message in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_build_failure_stops_before_any_child(tmp_path):
+    project = new_project(tmp_path, "nobuild")
+    append(project / "kernel.cc", "this is not C++;")
+    code, payload, _ = run_smoke(project, "--framework", "jax")
+    assert code == EXIT_PROBLEM
+    assert checks(payload)["build"]["ok"] is False
+    assert not any(name in checks(payload) for name in ("registration", "lowering"))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="needs nvcc to build a cuda project")
+def test_cuda_project_without_a_gpu_checks_what_it_can_and_exits_3(tmp_path):
+    import jax
+
+    try:
+        has_gpu = bool(jax.devices("gpu"))
+    except RuntimeError:
+        has_gpu = False
+    if has_gpu:
+        pytest.skip("a GPU is visible: this test is about machines without one")
+    project = new_project(tmp_path, "on_gpu", platform="cuda")
+    code, payload, _ = run_smoke(project, "--framework", "jax")
+    assert code == EXIT_NEEDS_GPU, payload
+    by_name = checks(payload)
+    assert by_name["registration"]["ok"] is None and "queued for CUDA" in by_name["registration"]["detail"]
+    assert by_name["lowering"]["ok"] is True and "jax.export" in by_name["lowering"]["detail"]
+    assert by_name["numerics"]["ok"] is None
+    assert "no-gpu" in codes(payload)

@@ -1,0 +1,99 @@
+"""run-smoke --framework torch-xla: every template's torch.library op lowers to the right custom call
+on torch_xla's CPU device; ops broken on purpose are caught from the HLO alone.
+
+torch_xla 2.9 (PyPI) cannot register or run a custom call, so a passing run exits 3
+(EXIT_NEEDS_GPU) with the torch-xla-no-cuda explanation.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xlacc import scaffold
+from xlacc.report import EXIT_NEEDS_GPU, EXIT_PROBLEM
+
+if importlib.util.find_spec("torch_xla") is None:
+    pytest.skip("torch_xla is not installed (pip install 'xlacc[torch-xla]')", allow_module_level=True)
+if importlib.util.find_spec("torch_xla_cuda_plugin") is not None:
+    pytest.skip("this torch_xla has a CUDA plugin: these tests expect the CPU-only PyPI build", allow_module_level=True)
+
+from test_smoke_support import append, checks, codes, new_project, run_smoke  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.torch_xla]
+TEMPLATES = scaffold.available_templates()
+HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
+CASES = [
+    pytest.param(name, platform, marks=[] if platform == "cpu" or HAS_NVCC else pytest.mark.skip(reason="needs nvcc to build"))
+    for name, meta in sorted(TEMPLATES.items())
+    for platform in ("cpu", "cuda")
+    if platform in meta.get("platforms", ("cpu", "cuda"))
+]
+API_VERSIONS = {"cpu": "API_VERSION_STATUS_RETURNING_UNIFIED", "cuda": "API_VERSION_STATUS_RETURNING"}
+LOWERING_CHECKS = ("lowering", "backend_config", "operands", "results")
+
+
+def torch_xla_project(root: Path, name: str, template: str = "add", platform: str = "cpu") -> Path:
+    return new_project(root, name, template=template, platform=platform, api="legacy", frameworks=("torch-xla",))
+
+
+@pytest.mark.parametrize("template,platform", CASES)
+def test_every_template_lowers_to_its_custom_call(tmp_path, template, platform):
+    project = torch_xla_project(tmp_path, f"{template.replace('-', '_')}_{platform}", template, platform)
+    code, payload, _ = run_smoke(project, "--framework", "torch-xla")
+    assert code == EXIT_NEEDS_GPU, payload
+    by_name = checks(payload)
+    for name in LOWERING_CHECKS:
+        assert by_name[name]["ok"] is True, by_name[name]
+    assert f'custom_call_target="{project.name}"' in by_name["lowering"]["detail"]
+    assert API_VERSIONS[platform] in by_name["lowering"]["detail"]
+    assert "follows the operands' shapes" in by_name["backend_config"]["detail"]
+    assert by_name["registration"]["ok"] is None and "RegisterCustomCall not implemented" in by_name["registration"]["detail"]
+    assert by_name["numerics"]["ok"] is None
+    assert codes(payload) == ["torch-xla-no-cuda"]
+    assert payload["diagnosis"][0]["severity"] == "info"
+
+
+def test_swapped_operands_are_caught(tmp_path):
+    project = torch_xla_project(tmp_path, "swapped")
+    ops = project / "torch_xla_ops.py"
+    source, count = re.subn(r"\[x, y\],(\s*#)", r"[y, x],\1", ops.read_text())
+    assert count == 1, "the add template's _xla_custom_call operand list changed: update this edit"
+    ops.write_text(source)
+    code, payload, _ = run_smoke(project, "--framework", "torch-xla")
+    assert code == EXIT_PROBLEM
+    assert checks(payload)["operands"]["ok"] is False
+    assert "operand 0 is y, expected x" in checks(payload)["operands"]["detail"]
+    assert "operand-mismatch" in codes(payload)
+
+
+def test_constant_backend_config_is_a_hardcoded_size(tmp_path):
+    project = torch_xla_project(tmp_path, "constant")
+    append(project / "torch_xla_ops.py", 'def backend_config(*tensors, **attrs):\n    return "n=3"')
+    code, payload, _ = run_smoke(project, "--framework", "torch-xla")
+    assert code == EXIT_PROBLEM
+    assert checks(payload)["backend_config"]["ok"] is False
+    assert "hardcoded-size" in codes(payload)
+
+
+def test_typed_ffi_api_version_is_refused(tmp_path):
+    project = torch_xla_project(tmp_path, "typed")
+    append(project / "torch_xla_ops.py", "API_VERSION = 4  # torch_xla can only call legacy targets")
+    code, payload, _ = run_smoke(project, "--framework", "torch-xla")
+    assert code == EXIT_PROBLEM
+    assert "API_VERSION_TYPED_FFI" in checks(payload)["lowering"]["detail"]
+    assert "api-version-mismatch" in codes(payload)
+
+
+def test_op_returning_a_constant_is_optimized_away(tmp_path):
+    project = torch_xla_project(tmp_path, "folded")
+    append(project / "torch_xla_ops.py", "def folded(x, y):\n    return torch.zeros_like(x)")
+    code, payload, _ = run_smoke(project, "--framework", "torch-xla")
+    assert code == EXIT_PROBLEM
+    assert checks(payload)["lowering"]["ok"] is False
+    assert "op-optimized-away" in codes(payload)
+    assert checks(payload)["operands"]["ok"] is None

@@ -1,0 +1,155 @@
+"""What both harnesses share: arguments, loading the project's Python files, steps that record.
+
+Imported only in the child process (it imports NumPy); the harnesses add jax or torch_xla.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Iterator
+
+from xlacc import spec as spec_mod
+from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM
+from xlacc.runtime.records import RecordWriter
+
+# Problem sizes (elements) when --sizes is not given: 1, a size no block or vector width divides,
+# and a large one (16M on a GPU; smaller on the CPU, where the point is correctness, not bandwidth).
+DEFAULT_SIZES = {"gpu": [1, 1_000_003, 1 << 24], "cpu": [1, 10_007, 1 << 20]}
+NUMPY_TO_SPEC_DTYPE = {info["numpy"]: name for name, info in spec_mod.DTYPE_INFO.items()}
+
+
+def parse_args(argv: list[str] | None, description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--project", type=Path, required=True)
+    parser.add_argument("--records", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sizes", default="", help="comma-separated element counts")
+    parser.add_argument("--rtol", type=float, default=None)
+    parser.add_argument("--atol", type=float, default=None)
+    parser.add_argument("--bench", action="store_true")
+    args = parser.parse_args(argv)
+    args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    return args
+
+
+@dataclass
+class Project:
+    spec: spec_mod.Spec
+    reference_module: ModuleType
+
+    @property
+    def reference(self) -> Callable[..., Any]:
+        return getattr(self.reference_module, self.spec.reference.partition(":")[2] or "reference")
+
+    def example_inputs(self, size: int, rng: Any, dtype: str | None) -> tuple[list[Any], dict[str, Any]]:
+        make = self.reference_module.example_inputs
+        operands, attrs = make(size, rng) if dtype is None else make(size, rng, dtype)
+        return list(operands), dict(attrs)
+
+    def bytes_moved(self, operands: list[Any], outputs: list[Any]) -> int:
+        counter = getattr(self.reference_module, "bytes_moved", None)
+        if counter is not None:
+            return int(counter(operands, outputs))
+        return int(sum(_nbytes(a) for a in list(operands) + list(outputs)))
+
+    def dtypes(self) -> list[str | None]:
+        """The dtypes to run: every one of a generic op, else the one example_inputs picks."""
+        return list(self.spec.generic_dtypes) or [None]
+
+    def module(self, filename: str) -> ModuleType:
+        return load_module(self.spec.root / filename)
+
+
+def load_project(path: Path) -> Project:
+    spec = spec_mod.load(path)
+    sys.path.insert(0, str(spec.root))
+    reference_file = spec.reference.partition(":")[0] or "reference.py"
+    return Project(spec, load_module(spec.root / reference_file))
+
+
+def load_module(path: Path) -> ModuleType:
+    """Import a project file under its own name (``jax_ops``), so its own imports of siblings work."""
+    name = path.stem
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return sys.modules[name]
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def as_tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def spec_dtype(array: Any) -> str:
+    name = getattr(getattr(array, "dtype", None), "name", str(getattr(array, "dtype", "")))
+    return NUMPY_TO_SPEC_DTYPE.get(name, name)
+
+
+def case_label(size: int, operands: list[Any]) -> str:
+    dtypes = list(dict.fromkeys(spec_dtype(a) for a in operands))
+    return f"n={size} {'/'.join(dtypes)}"
+
+
+def _nbytes(array: Any) -> int:
+    return int(getattr(array, "nbytes", 0))
+
+
+class Harness:
+    """Steps that record what they find; an exception fails the step's check, never the process."""
+
+    def __init__(self, writer: RecordWriter):
+        self.writer = writer
+        self.failed = False
+        self.needs_gpu = False
+
+    def check(self, name: str, ok: bool | None, detail: str = "") -> bool | None:
+        if ok is False:
+            self.failed = True
+        return self.writer.check(name, ok, detail)
+
+    def finding(self, code: str, severity: str, title: str, evidence: str, fix: str) -> None:
+        if severity == "error":
+            self.failed = True
+        self.writer.finding(code, severity, title, evidence, fix)
+
+    @contextmanager
+    def step(self, name: str, check_name: str | None = None) -> Iterator[None]:
+        """Record that ``name`` starts; an exception inside becomes a failed ``check_name`` check and
+        its traceback goes to stderr, where the diagnosis rules read it."""
+        self.writer.step(name)
+        try:
+            yield
+        except Exception as exc:  # the harness reports every failure of the user's code
+            traceback.print_exc(file=sys.stderr)
+            sys.stderr.flush()
+            self.check(check_name or name, False, first_line(exc))
+
+    def exit_code(self) -> int:
+        if self.failed:
+            return EXIT_PROBLEM
+        return EXIT_NEEDS_GPU if self.needs_gpu else EXIT_OK
+
+    def finish(self) -> int:
+        code = self.exit_code()
+        reasons = {EXIT_OK: "passed", EXIT_PROBLEM: "failed", EXIT_NEEDS_GPU: "execution needs a GPU"}
+        self.writer.exit(code, reasons[code])
+        self.writer.close()
+        return code
+
+
+def first_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

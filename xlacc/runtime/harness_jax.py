@@ -1,0 +1,449 @@
+"""The JAX harness: ``python -m xlacc.runtime.harness_jax --project DIR --records FILE [...]``.
+
+Runs in a child process (xlacc starts it through ``xlacc.runtime.runner``) because registering or
+calling a broken custom call can kill the process. Checks, each recorded as it finishes:
+registration, lowering (and compiling), numerics against the reference, and with ``--bench`` the
+custom call's speed against XLA's own implementation of the reference.
+
+Exit codes: 0 passed; 1 a check failed; 3 (``xlacc.report.EXIT_NEEDS_GPU``) a cuda project on a
+machine where jax sees no GPU: registration and lowering ran and passed, execution needs a GPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from xlacc.runtime import hlo, numerics
+from xlacc.runtime.harness import DEFAULT_SIZES, Harness, Project, as_tuple, case_label, first_line, load_project, parse_args, spec_dtype
+from xlacc.runtime.records import RecordWriter
+
+# Where XLA looks a target up, by project platform (the legacy registry matches this exactly).
+XLA_PLATFORM = {"cpu": "Host", "cuda": "CUDA"}
+# Platform names some backend registers a handler for; JAX keeps anything else pending forever.
+LIVE_PLATFORMS = frozenset({"Host", "CUDA", "ROCM"})
+# The platform strings jax.ffi.register_ffi_target maps onto those, by project platform.
+ACCEPTED_PLATFORMS = {"cpu": ("cpu", "Host"), "cuda": ("CUDA", "gpu")}
+REGISTRY_KIND = {"ffi": "typed FFI", "legacy": "legacy"}
+
+FINDINGS: dict[str, tuple[str, str, str]] = {
+    "platform-name": (
+        "error",
+        "JAX queued a registration for a platform that never appears",
+        'register with platform="CUDA" (or "gpu") for a GPU kernel and "cpu" for a CPU one: '
+        "jax.ffi.register_ffi_target accepts any string and keeps the others pending, so XLA never sees the target",
+    ),
+    "target-not-registered": (
+        "error",
+        "the target is not registered where XLA looks for it",
+        "call register() before the first call, with the project's platform and the registry that matches the "
+        "call's api_version (typed FFI: register api_version=1, call 4; legacy: register api_version=0, call 2 on GPU / 3 on CPU)",
+    ),
+    "api-version-mismatch": (
+        "error",
+        "the target sits in one registry and is called through the other",
+        "a typed FFI handler (XLA_FFI_DEFINE_HANDLER_SYMBOL) registers with api_version=1 and is called with api_version 4; "
+        "a legacy entry point registers with api_version=0 and is called with 2 (GPU) or 3 (CPU)",
+    ),
+    "op-optimized-away": (
+        "error",
+        "the op runs without the custom call",
+        "call jax.ffi.ffi_call with the target and make the op's result depend on it; a call with no results "
+        "needs has_side_effect=True or XLA removes it as dead code",
+    ),
+    "no-gpu": (
+        "info",
+        "execution needs a GPU",
+        "run `xlacc run-smoke` where jax sees an NVIDIA GPU (pip install 'jax[cuda13]') to run numerics and --bench",
+    ),
+}
+
+LOWERING_SIZE = 10_007
+BENCH_WARMUP = 3
+BENCH_MIN_SAMPLES = 5
+BENCH_MAX_SAMPLES = 50
+BENCH_SECONDS = 2.0
+BENCH_SAMPLE_SECONDS = 0.002
+BENCH_MAX_REPS = 1000
+
+
+class JaxHarness(Harness):
+    def __init__(self, args: Any, writer: RecordWriter):
+        super().__init__(writer)
+        self.args = args
+        self.project: Project | None = None
+        self.jax_ops: Any = None
+        self.device: Any = None
+        self.started = False
+        self.compiled_ok = False
+        self.reported: set[str] = set()
+        self.registrations: list[tuple[str, int]] = []  # (platform, api_version) of the target
+
+    # -- helpers --------------------------------------------------------------------------------
+    def report(self, code: str, evidence: str) -> None:
+        """One finding per code: the first evidence is the most direct."""
+        if code in self.reported:
+            return
+        severity, title, fix = FINDINGS[code]
+        self.reported.add(code)
+        self.finding(code, severity, title, evidence, fix)
+
+    @property
+    def spec(self):
+        return self.project.spec
+
+    def op(self, attrs: dict[str, Any]):
+        function = getattr(self.jax_ops, self.spec.name, None)
+        if function is None:
+            raise AttributeError(f"jax_ops.py defines no function {self.spec.name}()")
+        return functools.partial(function, **attrs)
+
+    def put(self, operands: list[Any]) -> list[Any]:
+        import jax
+
+        return [jax.device_put(a, self.device) for a in operands]
+
+    # -- the run --------------------------------------------------------------------------------
+    def run(self) -> int:
+        with self.step("load", "project"):
+            self.project = load_project(self.args.project)
+        if self.project is None:
+            return self.finish()
+        with self.step("start jax", "jax"):
+            self.start_jax()
+        if not self.started:
+            return self.finish()
+        with self.step("registration"):
+            self.check_registration()
+        if self.jax_ops is None:
+            self.check("lowering", None, "not run: jax_ops.py did not load")
+            self.check("numerics", None, "not run: jax_ops.py did not load")
+            return self.finish()
+        with self.step("lowering"):
+            self.check_lowering()
+        if self.device is None:
+            self.needs_gpu = True
+            self.report("no-gpu", f"{self.spec.name} is a cuda project and jax sees no GPU here (devices: {self.devices_text()})")
+            self.check("numerics", None, "not run: execution needs a GPU")
+        elif self.compiled_ok:
+            self.check_numerics()
+            if self.args.bench:
+                with self.step("bench"):
+                    self.bench()
+        else:
+            self.check("numerics", None, "not run: the op did not compile")
+        return self.finish()
+
+    def start_jax(self) -> None:
+        import jax
+
+        dtypes = {d for t in self.spec.inputs + self.spec.outputs for d in t.dtypes}
+        if dtypes & {"f64", "i64"}:
+            jax.config.update("jax_enable_x64", True)
+        self.writer.data("seed", self.args.seed)
+        self.pick_device()
+        self.writer.data("device", str(self.device) if self.device is not None else None)
+        self.spy_on_registration()
+        self.started = True
+
+    def spy_on_registration(self) -> None:
+        """Wrap jax.ffi.register_ffi_target (before jax_ops.py is imported) so every registration of
+        the target is checked against the spec and recorded before XLA sees it: a registration that
+        crashes the process still leaves its evidence behind."""
+        import jax.ffi
+
+        real = jax.ffi.register_ffi_target
+
+        def register_ffi_target(name, fn, platform="cpu", api_version=1, **kwargs):
+            if name == self.spec.target and (platform, api_version) not in self.registrations:
+                self.registrations.append((platform, api_version))
+                self.judge_registration(platform, api_version)
+            return real(name, fn, platform, api_version, **kwargs)
+
+        jax.ffi.register_ffi_target = register_ffi_target
+
+    def judge_registration(self, platform: str, api_version: int) -> None:
+        call = f"register_ffi_target({self.spec.target!r}, platform={platform!r}, api_version={api_version})"
+        self.writer.step(f"registration: {call}")
+        accepted = ACCEPTED_PLATFORMS[self.spec.platform]
+        if platform not in accepted:
+            self.report(
+                "platform-name",
+                f"{call}: a {self.spec.platform} project must register for {' or '.join(map(repr, accepted))}; "
+                f"jax queues {platform!r} and XLA never sees the target",
+            )
+        expected = self.spec.jax_register_api_version
+        if api_version != expected:
+            registry = {0: "the legacy registry", 1: "the typed FFI registry"}.get(api_version, f"api_version {api_version}")
+            self.report(
+                "api-version-mismatch",
+                f"{call} puts the {REGISTRY_KIND[self.spec.api]} entry point into {registry}; "
+                f"this {self.spec.api} project registers with api_version={expected} and calls with HLO api_version {self.spec.jax_api_version}",
+            )
+
+    def devices_text(self) -> str:
+        import jax
+
+        return ", ".join(str(d) for d in jax.devices())
+
+    def pick_device(self) -> None:
+        """The device the project's code runs on: the CPU for cpu projects, a GPU for cuda ones.
+        Asking creates the backends, so registrations made later apply at once."""
+        import jax
+
+        if self.spec.platform == "cpu":
+            self.device = jax.devices("cpu")[0]
+            return
+        try:
+            self.device = jax.devices("gpu")[0]
+        except RuntimeError:  # this jax has no GPU backend, or sees no GPU
+            self.device = None
+
+    # -- 1. registration ------------------------------------------------------------------------
+    def check_registration(self) -> None:
+        self.jax_ops = self.project.module("jax_ops.py")
+        self.jax_ops.register()
+        platform = XLA_PLATFORM[self.spec.platform]
+        entry = registered_entry(self.spec.target, platform)
+        pending = pending_registrations()
+        for queued_platform, name in pending:
+            if queued_platform not in LIVE_PLATFORMS and name in (self.spec.target, None):
+                what = f"target {self.spec.target!r}" if name else "an FFI type id"
+                self.report("platform-name", f"{what} is queued for platform {queued_platform!r}, which no jax backend uses; it is never registered")
+        ours = [p for p, name in pending if name == self.spec.target]
+        self.check("registration", *self.registration_verdict(entry, platform, ours))
+
+    def registration_verdict(self, entry: Any, platform: str, queued: list[str]) -> tuple[bool | None, str]:
+        target, expected = self.spec.target, REGISTRY_KIND[self.spec.api]
+        if entry is _NO_INTROSPECTION:
+            return True, "register() ran; this jaxlib cannot list its registry, so the call below is the proof"
+        if entry is not None:
+            kind = "typed FFI" if isinstance(entry, dict) else "legacy"
+            if kind != expected:
+                self.report(
+                    "api-version-mismatch",
+                    f"{target!r} is registered for {platform} as {kind}, but the project calls it with api_version {self.spec.jax_api_version} ({expected})",
+                )
+                return False, f"{target} is registered for {platform} as {kind}; the call expects {expected}"
+            return True, f"{target} is registered for {platform} as {kind}"
+        if platform in queued and self.device is None:
+            return None, f"{target} is queued for {platform}: no {platform} backend in this jax, so XLA never saw it (verifying needs a GPU)"
+        handed = self.handed_to_plugin(platform, queued)
+        if handed:
+            return True, (
+                f"{handed} went to jax's {platform} plugin, whose registry cannot be listed from Python; "
+                "compiling the call below proves it"
+            )
+        where = f" (queued for {', '.join(map(repr, queued))})" if queued else ""
+        self.report("target-not-registered", f"after register(), {target!r} is not in XLA's {platform} registry{where}")
+        return False, f"{target} is not registered for {platform}{where}"
+
+    def handed_to_plugin(self, platform: str, queued: list[str]) -> str | None:
+        """A PJRT plugin (jax's CUDA plugin) keeps its own registry: a registration with the right
+        platform and api_version that jax no longer holds back was handed to it."""
+        if platform in queued:
+            return None
+        accepted = ACCEPTED_PLATFORMS[self.spec.platform]
+        expected = self.spec.jax_register_api_version
+        for name, api_version in self.registrations:
+            if name in accepted and api_version == expected:
+                return f"register_ffi_target({self.spec.target!r}, platform={name!r}, api_version={api_version})"
+        return None
+
+    # -- 2. lowering ----------------------------------------------------------------------------
+    def check_lowering(self) -> None:
+        operands, attrs = self.project.example_inputs(LOWERING_SIZE, np.random.default_rng(self.args.seed), self.project.dtypes()[0])
+        if self.device is None:
+            self.check("lowering", *self.lower_for_gpu_without_one(operands, attrs))
+            return
+        import jax
+
+        lowered = jax.jit(self.op(attrs)).lower(*self.put(operands))
+        ok, detail = self.verify_calls(hlo.stablehlo_custom_calls(lowered.as_text()), "StableHLO")
+        if not ok:
+            self.check("lowering", False, detail)
+            return
+        try:
+            compiled_text = lowered.compile().as_text()
+        except Exception as exc:
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            self.check("lowering", True, detail)
+            self.check("compile", False, first_line(exc))
+            return
+        compiled_ok, compiled_detail = self.verify_calls(hlo.hlo_custom_calls(compiled_text), "compiled HLO")
+        self.compiled_ok = compiled_ok
+        self.check("lowering", compiled_ok, f"{detail}; {compiled_detail}")
+
+    def lower_for_gpu_without_one(self, operands: list[Any], attrs: dict[str, Any]) -> tuple[bool, str]:
+        import jax
+        from jax import export
+
+        shapes = [jax.ShapeDtypeStruct(np.shape(a), a.dtype) for a in operands]
+        exported = export.export(
+            jax.jit(self.op(attrs)),
+            platforms=["cuda"],
+            disabled_checks=[export.DisabledSafetyCheck.custom_call(self.spec.target)],
+        )(*shapes)
+        ok, detail = self.verify_calls(hlo.stablehlo_custom_calls(exported.mlir_module()), "StableHLO for cuda (jax.export)")
+        return ok, f"{detail}; not compiled: no GPU here"
+
+    def verify_calls(self, calls: list[hlo.CustomCall], where: str) -> tuple[bool, str]:
+        target, expected = self.spec.target, self.spec.jax_api_version
+        ours = hlo.calls_to(calls, target)
+        if not ours:
+            others = sorted({c.target for c in calls})
+            if others:
+                return False, f"{where} calls {', '.join(others)}, not {target}"
+            self.report("op-optimized-away", f"the {where} of {self.spec.name} holds no custom call to {target!r}")
+            return False, f"no custom call to {target} in the {where}"
+        wrong = [c for c in ours if c.api_version != expected]
+        if wrong:
+            got = hlo.api_version_name(wrong[0].api_version)
+            self.report("api-version-mismatch", f"{where}: {wrong[0].line[:300]}")
+            return False, f"{where}: {target} is called with {got}, the project's api is {hlo.api_version_name(expected)}"
+        if where.startswith("StableHLO"):
+            return True, f"{where}: stablehlo.custom_call @{target} ({hlo.api_version_name(expected)})"
+        return True, f'{where}: custom_call_target="{target}", api_version={hlo.api_version_name(expected)}'
+
+    # -- 3. numerics ----------------------------------------------------------------------------
+    def check_numerics(self) -> None:
+        sizes = self.args.sizes or DEFAULT_SIZES["gpu" if self.spec.platform == "cuda" else "cpu"]
+        self.writer.data("sizes", sizes)
+        for size in sizes:
+            for dtype in self.project.dtypes():
+                with self.step(f"numerics n={size}", f"numerics n={size} {dtype or ''}".strip()):
+                    self.check_case(size, dtype)
+
+    def check_case(self, size: int, dtype: str | None) -> None:
+        import jax
+
+        operands, attrs = self.project.example_inputs(size, np.random.default_rng(self.args.seed), dtype)
+        label = case_label(size, operands)
+        outputs = as_tuple(jax.block_until_ready(jax.jit(self.op(attrs))(*self.put(operands))))
+        expected = as_tuple(self.project.reference(*[numerics.widen(a) for a in operands], **attrs))
+        if len(outputs) != len(expected):
+            self.check(f"numerics {label}", False, f"the op returns {len(outputs)} outputs, the reference {len(expected)}")
+            return
+        results = [
+            numerics.compare(out_spec.name, np.asarray(out), ref, self.args.rtol, self.args.atol)
+            for out_spec, out, ref in zip(self.spec.outputs, outputs, expected)
+        ]
+        detail = f"seed {self.args.seed}: " + "; ".join(r.detail for r in results)
+        self.check(f"numerics {label}", all(r.ok for r in results), detail)
+
+    # -- 4. bench -------------------------------------------------------------------------------
+    def bench(self) -> None:
+        import jax
+
+        sizes = self.args.sizes or DEFAULT_SIZES["gpu" if self.spec.platform == "cuda" else "cpu"]
+        size, dtype = max(sizes), self.project.dtypes()[0]
+        operands, attrs = self.project.example_inputs(size, np.random.default_rng(self.args.seed), dtype)
+        args = self.put(operands)
+        custom = jax.jit(self.op(attrs))
+        outputs = [np.asarray(o) for o in as_tuple(custom(*args))]
+        custom_s, samples = time_call(custom, args)
+        moved = self.project.bytes_moved(operands, outputs)
+        result: dict[str, Any] = {
+            "size": size,
+            "dtype": "/".join(dict.fromkeys(spec_dtype(a) for a in operands)),
+            "device": str(self.device),
+            "bytes": moved,
+            "samples": samples,
+            "custom_us": custom_s * 1e6,
+            "custom_gbps": moved / custom_s / 1e9,
+        }
+        native = jax.jit(functools.partial(self.project.reference, xp=jax.numpy, **attrs))
+        try:
+            native_s, _ = time_call(native, args)
+        except Exception as exc:
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            self.writer.data("bench", result)
+            self.check("bench", None, f"custom {custom_s * 1e6:.1f} us ({result['custom_gbps']:.1f} GB/s); XLA baseline failed: {first_line(exc)}")
+            return
+        result.update(native_us=native_s * 1e6, native_gbps=moved / native_s / 1e9, ratio=native_s / custom_s)
+        self.writer.data("bench", result)
+        self.check(
+            "bench",
+            True,
+            f"{case_label(size, operands)}: custom {custom_s * 1e6:.1f} us ({result['custom_gbps']:.1f} GB/s), "
+            f"XLA {native_s * 1e6:.1f} us ({result['native_gbps']:.1f} GB/s): {result['ratio']:.3f}x XLA's speed",
+        )
+
+
+def time_call(function: Any, args: list[Any]) -> tuple[float, int]:
+    """Median seconds per call after warm-up, and how many samples were taken. Each sample runs
+    the call back to back enough times to last BENCH_SAMPLE_SECONDS and waits once at the end, so
+    a short kernel is timed, not the host's dispatch and wait."""
+    import jax
+
+    for _ in range(BENCH_WARMUP):
+        jax.block_until_ready(function(*args))
+    reps = calls_per_sample(function, args)
+    samples: list[float] = []
+    deadline = time.perf_counter() + BENCH_SECONDS
+    while len(samples) < BENCH_MIN_SAMPLES or (len(samples) < BENCH_MAX_SAMPLES and time.perf_counter() < deadline):
+        start = time.perf_counter()
+        for _ in range(reps - 1):
+            function(*args)
+        jax.block_until_ready(function(*args))
+        samples.append((time.perf_counter() - start) / reps)
+    return statistics.median(samples), len(samples)
+
+
+def calls_per_sample(function: Any, args: list[Any]) -> int:
+    import jax
+
+    start = time.perf_counter()
+    jax.block_until_ready(function(*args))
+    once = max(time.perf_counter() - start, 1e-7)
+    return int(min(BENCH_MAX_REPS, max(1, BENCH_SAMPLE_SECONDS // once)))
+
+
+# -- jax's registries -----------------------------------------------------------------------------
+
+_NO_INTROSPECTION = object()
+
+
+def registered_entry(target: str, platform: str) -> Any:
+    """XLA's entry for ``target`` on ``platform``: a dict of FFI stages (typed FFI), a capsule
+    (legacy), None when absent, or _NO_INTROSPECTION where this jaxlib cannot list its registry."""
+    try:
+        from jax._src.lib import _jax
+    except ImportError:
+        return _NO_INTROSPECTION
+    lister = getattr(_jax, "custom_call_targets", None)
+    if lister is None:
+        return _NO_INTROSPECTION
+    return lister(platform).get(target)
+
+
+def pending_registrations() -> list[tuple[str, str | None]]:
+    """(platform, target name) of every registration jax still holds back because no backend for
+    that platform exists: ``xla_client._custom_callback`` (targets) and ``_custom_type_id`` (FFI
+    type ids, reported with name None)."""
+    from jax._src.lib import xla_client
+
+    pending: list[tuple[str, str | None]] = []
+    for platform, entries in dict(getattr(xla_client, "_custom_callback", {})).items():
+        pending += [(platform, entry[0]) for entry in entries]
+    for platform, entries in dict(getattr(xla_client, "_custom_type_id", {})).items():
+        pending += [(platform, None) for _ in entries]
+    return pending
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv, "Run a project's custom call through JAX and record the checks.")
+    return JaxHarness(args, RecordWriter(args.records)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

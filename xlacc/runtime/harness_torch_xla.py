@@ -1,0 +1,390 @@
+"""The torch_xla harness: ``python -m xlacc.runtime.harness_torch_xla --project DIR --records FILE``.
+
+torch_xla 2.9 from PyPI has no CUDA device and no custom-call registration (``RegisterCustomCall
+not implemented``), so on it this harness proves what can be proved without running the kernel:
+the generated ``torch.library`` op lowers (``torch_xla._XLAC._get_xla_tensors_hlo``, on the CPU
+device) to a custom call with the right target, api_version, backend_config, operand order and
+result shapes. Execution is reported as impossible (``torch-xla-no-cuda``) and the harness exits
+3 (``xlacc.report.EXIT_NEEDS_GPU``). Where torch_xla has a CUDA device it also registers through
+``torch_xla_ops.register()`` and compares the op's outputs with the reference.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from xlacc.runtime import hlo, numerics
+from xlacc.runtime.harness import Harness, Project, as_tuple, case_label, load_project, parse_args
+from xlacc.runtime.records import RecordWriter
+from xlacc.spec import DTYPE_INFO
+
+# Two sizes far enough apart that every template gives different shapes: the backend_config
+# must change with them (sizes travel in it).
+LOWERING_SIZES = (1000, 6007)
+HLO_ELEMENT_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i32": "s32", "i64": "s64"}
+_HLO_SHAPE = re.compile(r"(?P<type>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
+
+FINDINGS: dict[str, tuple[str, str, str]] = {
+    "torch-xla-no-cuda": (
+        "info",
+        "this torch_xla cannot run a CUDA custom call",
+        "torch_xla 2.9 (PyPI) has no CUDA backend and no custom-call registration; XLA:CUDA was removed in 2.9. "
+        "Run the op through JAX (`xlacc run-smoke --framework jax`), or use a torch_xla build with a CUDA PJRT device",
+    ),
+    "op-optimized-away": (
+        "error",
+        "the op lowers without the custom call",
+        "the op's XLA implementation must return the outputs of torch_xla._XLAC._xla_custom_call; "
+        "a constant such as torch.zeros_like(x) is folded and the kernel never runs",
+    ),
+    "api-version-mismatch": (
+        "error",
+        "the custom call's api_version does not fit the legacy entry point",
+        "torch_xla calls legacy entry points only: api_version 2 (API_VERSION_STATUS_RETURNING) on cuda, "
+        "3 (API_VERSION_STATUS_RETURNING_UNIFIED) on cpu, where only 3 passes backend_config",
+    ),
+    "backend-config-invalid": (
+        "error",
+        "backend_config is not what the entry point parses",
+        "pass torch_xla_ops.backend_config(...) (`key=value` pairs joined by ';') as _xla_custom_call's 6th argument",
+    ),
+    "hardcoded-size": (
+        "error",
+        "backend_config does not follow the operands' sizes",
+        "legacy entry points read sizes from backend_config: put every shape in it, never a constant",
+    ),
+    "operand-mismatch": (
+        "error",
+        "the custom call's operands are not the spec's inputs in order",
+        "pass the inputs to _xla_custom_call in the order of [[inputs]] in xlacc.toml: buffers[i] in the kernel is operand i",
+    ),
+    "result-mismatch": (
+        "error",
+        "the custom call's result shapes or dtypes differ from the reference's",
+        "give _xla_custom_call one shape and one torch.dtype per [[outputs]] entry, as the reference computes them",
+    ),
+}
+
+
+def _operand_tags() -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    """(opcode in the HLO, torch op): each operand goes through its own elementwise op before the
+    call, so the HLO shows which operand landed where (torch_xla numbers parameters by position,
+    not by tensor). Each lowers to its opcode for float and integer types alike."""
+    import torch
+
+    return (
+        ("negate", torch.neg),
+        ("abs", torch.abs),
+        ("maximum", lambda t: torch.maximum(t, t)),
+        ("minimum", lambda t: torch.minimum(t, t)),
+        ("add", lambda t: t + t),
+        ("subtract", lambda t: t - t),
+        ("remainder", lambda t: torch.fmod(t, t)),
+        ("select", lambda t: torch.where(t == t, t, t)),
+        ("power", torch.square),
+    )
+
+
+@dataclass
+class Lowering:
+    """What one lowering showed, and what went wrong with it."""
+
+    call: hlo.CustomCall | None = None
+    problems: dict[str, list[str]] = field(default_factory=dict)  # check name -> what failed
+
+    def fail(self, check: str, message: str) -> None:
+        self.problems.setdefault(check, []).append(message)
+
+
+class TorchXlaHarness(Harness):
+    def __init__(self, args: Any, writer: RecordWriter):
+        super().__init__(writer)
+        self.args = args
+        self.project: Project | None = None
+        self.ops: Any = None
+        self.device: Any = None
+        self.device_type = ""
+        self.version = ""
+        self.reported: set[str] = set()
+        self.sizes_compared: list[str] = []
+
+    @property
+    def spec(self):
+        return self.project.spec
+
+    @property
+    def has_cuda(self) -> bool:
+        return self.device_type in ("CUDA", "GPU")
+
+    def report(self, code: str, evidence: str) -> None:
+        """One finding per code: the first evidence is enough."""
+        if code in self.reported:
+            return
+        self.reported.add(code)
+        severity, title, fix = FINDINGS[code]
+        self.finding(code, severity, title, evidence, fix)
+
+    def run(self) -> int:
+        with self.step("load", "project"):
+            self.project = load_project(self.args.project)
+        if self.project is None:
+            return self.finish()
+        with self.step("start torch_xla", "torch_xla"):
+            self.start_torch_xla()
+        if self.device is None:
+            return self.finish()
+        with self.step("import", "registration"):
+            self.ops = self.project.module("torch_xla_ops.py")
+        if self.ops is None:
+            self.check("lowering", None, "not run: torch_xla_ops.py did not load")
+            return self.finish()
+        with self.step("registration"):
+            self.check_registration()
+        with self.step("lowering"):
+            self.check_lowering()
+        if self.has_cuda:
+            self.check_numerics()
+        else:
+            self.needs_gpu = True
+            self.check("numerics", None, f"not run: torch_xla {self.version} has no CUDA device (PJRT_DEVICE={self.device_type})")
+            self.report(
+                "torch-xla-no-cuda",
+                f"torch_xla {self.version}, PJRT device {self.device_type}: no device here can run a CUDA custom call, so only the lowering was checked",
+            )
+        if self.args.bench:
+            self.check("bench", None, "--bench times the JAX binding only")
+        return self.finish()
+
+    def start_torch_xla(self) -> None:
+        os.environ.setdefault("PJRT_DEVICE", "CUDA" if importlib.util.find_spec("torch_xla_cuda_plugin") else "CPU")
+        import torch_xla
+        from torch_xla import runtime
+
+        self.version = getattr(torch_xla, "__version__", "?")
+        self.device = torch_xla.device()
+        self.device_type = runtime.device_type() or os.environ["PJRT_DEVICE"]
+        self.writer.data("seed", self.args.seed)
+        self.writer.data("device", f"{self.device} ({self.device_type}, torch_xla {self.version})")
+
+    # -- 1. registration ------------------------------------------------------------------------
+    def check_registration(self) -> None:
+        try:
+            self.ops.register()
+        except RuntimeError as exc:
+            if self.has_cuda:
+                raise
+            self.check("registration", None, f"not possible on torch_xla {self.version} ({self.device_type}): {exc}")
+            return
+        if self.has_cuda:
+            self.check("registration", True, f"{self.spec.target} registered for CUDA through torch_xla")
+        else:
+            self.check("registration", None, f"register() ran, but torch_xla {self.version} has no CUDA device to run it on")
+
+    # -- 2. lowering ----------------------------------------------------------------------------
+    def check_lowering(self) -> None:
+        tags = _operand_tags()
+        lowerings: list[tuple[str, int, Lowering]] = []
+        for dtype in self.project.dtypes():
+            pair = [(dtype or "", size, self.lower(size, dtype, tags)) for size in LOWERING_SIZES]
+            self.verify_sizes_travel(pair)
+            lowerings += pair
+        self.summarize(lowerings)
+
+    def verify_sizes_travel(self, pair: list[tuple[str, int, Lowering]]) -> None:
+        (_, small, first), (_, large, second) = pair
+        if first.call is None or second.call is None or first.call.operand_shapes == second.call.operand_shapes:
+            return  # nothing to tell: the template gave both sizes the same shapes
+        self.sizes_compared.append(f"n={small} and n={large}")
+        if first.call.backend_config != second.call.backend_config:
+            return
+        self.report("hardcoded-size", f"backend_config is {first.call.backend_config!r} for n={small} and for n={large}")
+        first.fail("backend_config", f"the same for n={small} and n={large}")
+
+    def lower(self, size: int, dtype: str | None, tags) -> Lowering:
+        import torch_xla
+
+        operands, attrs = self.project.example_inputs(size, np.random.default_rng(self.args.seed), dtype)
+        tensors = [to_torch(a).to(self.device) for a in operands]
+        tagged = [tags[i][1](t) if i < len(tags) else t for i, t in enumerate(tensors)]
+        outputs = as_tuple(getattr(self.ops, self.spec.name)(*tagged, **attrs))
+        text = torch_xla._XLAC._get_xla_tensors_hlo(list(outputs))
+        lowering = Lowering()
+        ours = hlo.calls_to(hlo.hlo_custom_calls(text), self.spec.target)
+        if not ours:
+            others = sorted({c.target for c in hlo.hlo_custom_calls(text)})
+            if others:
+                lowering.fail("lowering", f"the HLO calls {', '.join(others)}, not {self.spec.target}")
+            else:
+                self.report("op-optimized-away", f"the HLO of xlacc::{self.spec.name} holds no custom-call:\n{text.strip()[-1500:]}")
+                lowering.fail("lowering", f"no custom-call to {self.spec.target} in the HLO")
+            return lowering
+        lowering.call = call = ours[0]
+        label = case_label(size, operands)
+        self.verify_api(call, lowering)
+        self.verify_backend_config(call, tensors, attrs, lowering)
+        self.verify_operands(call, text, tensors, tags, label, lowering)
+        expected = as_tuple(self.project.reference(*[numerics.widen(a) for a in operands], **attrs))
+        self.verify_results(call, expected, operands, label, lowering)
+        return lowering
+
+    def verify_api(self, call: hlo.CustomCall, lowering: Lowering) -> None:
+        expected = self.spec.legacy_api_version
+        if call.api_version != expected:
+            self.report("api-version-mismatch", call.line[:400])
+            lowering.fail("lowering", f"api_version={hlo.api_version_name(call.api_version)}, expected {hlo.api_version_name(expected)}")
+
+    def verify_backend_config(self, call: hlo.CustomCall, tensors: list[Any], attrs: dict[str, Any], lowering: Lowering) -> None:
+        expected = self.ops.backend_config(*tensors, **attrs)
+        if call.backend_config != expected:
+            self.report("backend-config-invalid", f"the HLO has backend_config={call.backend_config!r}; torch_xla_ops.backend_config() gives {expected!r}")
+            lowering.fail("backend_config", f"{call.backend_config!r} instead of {expected!r}")
+        elif not call.backend_config or hlo.parse_backend_config(call.backend_config) is None:
+            self.report("backend-config-invalid", f"backend_config={call.backend_config!r} is not `key=value` pairs joined by ';'")
+            lowering.fail("backend_config", f"{call.backend_config!r} is not key=value pairs")
+
+    def verify_operands(self, call: hlo.CustomCall, text: str, tensors: list[Any], tags, label: str, lowering: Lowering) -> None:
+        names = [t.name for t in self.spec.inputs]
+        if len(call.operands) != len(tensors):
+            self.report("operand-mismatch", f"{len(call.operands)} operands in the HLO for {len(names)} inputs ({', '.join(names)}): {call.line[:400]}")
+            lowering.fail("operands", f"{len(call.operands)} operands for {len(names)} inputs")
+            return
+        instructions = hlo.hlo_instructions(text)
+        tag_of = {opcode: i for i, (opcode, _) in enumerate(tags)}
+        for position, (operand, shape, tensor) in enumerate(zip(call.operands, call.operand_shapes, tensors)):
+            source = tag_of.get(_tag_opcode(operand, instructions, tag_of))
+            if position < len(tags) and source != position:
+                got = names[source] if source is not None and source < len(names) else "an unknown tensor"
+                self.report("operand-mismatch", f"operand {position} of the custom-call is {got}, the spec's input {position} is {names[position]} ({label})")
+                lowering.fail("operands", f"operand {position} is {got}, expected {names[position]}")
+            want = hlo_shape(tensor)
+            if _shape_key(shape) != want:
+                lowering.fail("operands", f"operand {position} ({names[position]}) is {shape}, expected {want}")
+
+    def verify_results(self, call: hlo.CustomCall, expected: tuple[Any, ...], operands: list[Any], label: str, lowering: Lowering) -> None:
+        got = [f"{m['type']}[{m['dims']}]" for m in _HLO_SHAPE.finditer(call.result_shape)]
+        dtypes = [self.output_dtype(out, operands) for out in self.spec.outputs]
+        want = [f"{HLO_ELEMENT_TYPES[d]}[{','.join(str(n) for n in np.shape(ref))}]" for d, ref in zip(dtypes, expected)]
+        if got != want:
+            self.report("result-mismatch", f"{label}: the custom-call returns {call.result_shape}; the reference and the spec give {', '.join(want)}")
+            lowering.fail("results", f"{', '.join(got)} instead of {', '.join(want)}")
+
+    def output_dtype(self, out, operands: list[Any]) -> str:
+        if not out.generic:
+            return out.dtype
+        generic_input = next(i for i, t in enumerate(self.spec.inputs) if t.generic)
+        return _spec_dtype_of(operands[generic_input])
+
+    def summarize(self, lowerings: list[tuple[str, int, Lowering]]) -> None:
+        cases = ", ".join(f"n={size}{' ' + dtype if dtype else ''}" for dtype, size, _ in lowerings)
+        call = next((low.call for _, _, low in lowerings if low.call is not None), None)
+        evidence = {
+            "lowering": f'custom_call_target="{self.spec.target}", {hlo.api_version_name(self.spec.legacy_api_version)} ({cases})',
+            "backend_config": self.backend_config_evidence(call),
+            "operands": f"{', '.join(t.name for t in self.spec.inputs)} in order, with their shapes",
+            "results": f"{call.result_shape}" if call else "",
+        }
+        lowered = all(low.call is not None for _, _, low in lowerings)
+        for name, detail in evidence.items():
+            problems = sorted({p for _, _, low in lowerings for p in low.problems.get(name, [])})
+            if problems:
+                self.check(name, False, "; ".join(problems))
+            elif name == "lowering" or lowered:
+                self.check(name, True, detail)
+            else:
+                self.check(name, None, "not checked: the op did not lower to the custom call")
+
+    def backend_config_evidence(self, call: hlo.CustomCall | None) -> str:
+        if call is None:
+            return ""
+        if self.sizes_compared:
+            return f"{call.backend_config!r} follows the operands' shapes ({self.sizes_compared[0]} differ)"
+        return f"{call.backend_config!r} (the sizes tried gave the same shapes, so size-dependence was not checked)"
+
+    # -- 3. numerics (a torch_xla with a CUDA device) --------------------------------------------
+    def check_numerics(self) -> None:
+        sizes = self.args.sizes or [1, 1_000_003, 1 << 24]
+        self.writer.data("sizes", sizes)
+        for size in sizes:
+            for dtype in self.project.dtypes():
+                with self.step(f"numerics n={size}", f"numerics n={size} {dtype or ''}".strip()):
+                    self.check_case(size, dtype)
+
+    def check_case(self, size: int, dtype: str | None) -> None:
+        operands, attrs = self.project.example_inputs(size, np.random.default_rng(self.args.seed), dtype)
+        tensors = [to_torch(a).to(self.device) for a in operands]
+        outputs = as_tuple(getattr(self.ops, self.spec.name)(*tensors, **attrs))
+        expected = as_tuple(self.project.reference(*[numerics.widen(a) for a in operands], **attrs))
+        results = [
+            numerics.compare(spec_out.name, from_torch(out), ref, self.args.rtol, self.args.atol)
+            for spec_out, out, ref in zip(self.spec.outputs, outputs, expected)
+        ]
+        label = case_label(size, operands)
+        self.check(f"numerics {label}", all(r.ok for r in results), f"seed {self.args.seed}: " + "; ".join(r.detail for r in results))
+
+
+def to_torch(array: Any):
+    """A NumPy array (bf16 from ml_dtypes included) as a CPU torch tensor of the same dtype."""
+    import torch
+
+    array = np.asarray(array)
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(np.ascontiguousarray(array.astype(np.float32))).to(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(array))
+
+
+def from_torch(tensor: Any) -> np.ndarray:
+    import torch
+
+    tensor = tensor.cpu()
+    if tensor.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return tensor.float().numpy().astype(ml_dtypes.bfloat16)
+    return tensor.numpy()
+
+
+def hlo_shape(tensor: Any) -> str:
+    name = str(tensor.dtype).removeprefix("torch.")
+    spec_name = next(k for k, v in DTYPE_INFO.items() if v["torch"] == name)
+    return f"{HLO_ELEMENT_TYPES[spec_name]}[{','.join(str(int(d)) for d in tensor.shape)}]"
+
+
+def _shape_key(printed: str) -> str:
+    match = _HLO_SHAPE.search(printed)
+    return f"{match['type']}[{match['dims']}]" if match else printed
+
+
+def _spec_dtype_of(array: Any) -> str:
+    name = np.asarray(array).dtype.name
+    return next(k for k, v in DTYPE_INFO.items() if v["numpy"] == name)
+
+
+def _tag_opcode(name: str, instructions: dict[str, hlo.Instruction], tags: dict[str, int]) -> str | None:
+    """The tag op an operand comes from, looking through single-input ops (convert, copy, reshape)."""
+    seen = set()
+    while name in instructions and name not in seen:
+        seen.add(name)
+        instruction = instructions[name]
+        if instruction.opcode in tags:
+            return instruction.opcode
+        sources = set(instruction.operands)
+        if len(sources) != 1:
+            return None
+        name = sources.pop()
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv, "Check a project's torch_xla op: lowering always, execution where torch_xla has CUDA.")
+    return TorchXlaHarness(args, RecordWriter(args.records)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

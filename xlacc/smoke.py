@@ -1,0 +1,207 @@
+"""``xlacc run-smoke``: prove a project's custom call works, each framework in its own child process.
+
+Builds first when the cache is stale, then runs ``xlacc.runtime.harness_jax`` and/or
+``xlacc.runtime.harness_torch_xla`` under a timeout. Their checks (registration, lowering,
+numerics, bench) become the report's lines; a crash, a hang or an unexpected exit becomes a failed
+check whose output goes through the doctor's rules, so the user reads a diagnosis, not a signal.
+
+Exit codes: 0 every check passed; 1 a check failed, the build failed or a child crashed or hung;
+2 usage error; 3 (``EXIT_NEEDS_GPU``) everything that could run here passed, but executing the
+custom call needs a GPU: a cuda project where jax sees no GPU (registration and lowering ran), or
+torch-xla on a torch_xla without a CUDA device (2.9 from PyPI: lowering checked, no execution).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from xlacc import spec as spec_mod
+from xlacc.doctor import diagnose_output
+from xlacc.doctor.findings import make as make_finding
+from xlacc.errors import UsageError
+from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, Check, Finding, Report, rank
+from xlacc.runtime.runner import ChildResult, run_harness
+
+HARNESSES = {"jax": "xlacc.runtime.harness_jax", "torch-xla": "xlacc.runtime.harness_torch_xla"}
+# Exit codes a harness uses when it ends on its own; anything else is an unexpected end.
+HARNESS_EXITS = frozenset({EXIT_OK, EXIT_PROBLEM, EXIT_NEEDS_GPU})
+OUTPUT_TAIL_LINES = 20
+# A crash prints the Python stack of the call that crashed (faulthandler), for the diagnosis.
+CHILD_ENV = {"PYTHONFAULTHANDLER": "1"}
+# A finding the harness made from what it saw beats the same code guessed from output text.
+CHILD_FINDING_LIKELIHOOD = 0.9
+
+
+@dataclass
+class SmokeRequest:
+    project: Path
+    framework: str | None
+    sizes: list[int] | None
+    seed: int
+    rtol: float | None
+    atol: float | None
+    timeout: float
+    bench: bool
+
+
+def run(request: SmokeRequest) -> Report:
+    spec = spec_mod.load(request.project)
+    frameworks = select_frameworks(spec, request.framework)
+    validate(request)
+    report = Report(title=f"run-smoke {spec.name} ({', '.join(frameworks)}, {spec.platform})")
+    report.data.update(seed=request.seed, sizes=request.sizes, bench={})
+    if build_if_stale(spec, report):
+        outcomes = [run_framework(spec, framework, request, report, prefixed=len(frameworks) > 1) for framework in frameworks]
+        if not report.failed and EXIT_NEEDS_GPU in outcomes:
+            report.exit_code = EXIT_NEEDS_GPU
+    report.notes.append(f"inputs from seed {request.seed} (repeat with --seed {request.seed})")
+    report.data["diagnosis"] = [f.to_json() for f in rank(report.findings)]
+    return report
+
+
+def select_frameworks(spec: spec_mod.Spec, requested: str | None) -> list[str]:
+    if requested is None:
+        return list(spec.frameworks)
+    if requested not in spec_mod.FRAMEWORKS:
+        raise UsageError(f"unknown framework {requested!r}: use one of {', '.join(spec_mod.FRAMEWORKS)}")
+    if requested not in spec.frameworks:
+        raise UsageError(
+            f"{spec.name} is not generated for {requested} (op.frameworks = {list(spec.frameworks)} in {spec.root / spec_mod.SPEC_FILE})"
+        )
+    return [requested]
+
+
+def validate(request: SmokeRequest) -> None:
+    if request.sizes is not None and (not request.sizes or any(size < 1 for size in request.sizes)):
+        raise UsageError(f"--sizes must be positive element counts, got {request.sizes}")
+    if request.timeout <= 0:
+        raise UsageError(f"--timeout must be positive seconds, got {request.timeout}")
+    for flag, value in (("--rtol", request.rtol), ("--atol", request.atol)):
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} must not be negative, got {value}")
+
+
+# -- build ----------------------------------------------------------------------------------------
+
+
+def build_if_stale(spec: spec_mod.Spec, report: Report) -> bool:
+    """Build when sources changed since the last build; report why not when it fails."""
+    from xlacc import build
+
+    library = _display(spec.library, spec.root)
+    if not build.is_stale(spec):
+        report.add(Check("build", True, f"{library} is up to date"))
+        return True
+    result = build.build_spec(spec)
+    if not result.ok:
+        report.checks += result.checks
+        report.findings += result.findings
+        report.notes += result.notes
+        report.add(Check("build", False, f"{library} was not built; nothing ran"))
+        return False
+    report.add(Check("build", True, f"built {library} in {result.seconds:.1f} s"))
+    return True
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+# -- one framework --------------------------------------------------------------------------------
+
+
+def harness_args(spec: spec_mod.Spec, request: SmokeRequest) -> list[str]:
+    args = ["--project", str(spec.root.resolve()), "--seed", str(request.seed)]
+    if request.sizes:
+        args += ["--sizes", ",".join(str(size) for size in request.sizes)]
+    for flag, value in (("--rtol", request.rtol), ("--atol", request.atol)):
+        if value is not None:
+            args += [flag, repr(value)]
+    if request.bench:
+        args.append("--bench")
+    return args
+
+
+def run_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest, report: Report, prefixed: bool) -> int | None:
+    """Run one harness and fold its records into ``report``; returns the harness's exit code."""
+    result = run_harness(HARNESSES[framework], harness_args(spec, request), request.timeout, cwd=spec.root, env=CHILD_ENV)
+    prefix = f"{framework}: " if prefixed else ""
+    found = absorb_records(result, framework, report, prefix)
+    ended_normally = result.finished and result.returncode in HARNESS_EXITS
+    how = unexpected_end(result, framework)
+    if not ended_normally:
+        report.add(Check(f"{prefix}child process", False, how))
+        if result.output.strip():
+            report.notes.append(f"last lines of the {framework} harness's output:\n{tail(result.output)}")
+    if not ended_normally or result.returncode == EXIT_PROBLEM:
+        report.findings += diagnosis(result, how, already=found)
+    return result.returncode if ended_normally else None
+
+
+def diagnosis(result: ChildResult, how: str, already: set[str]) -> list[Finding]:
+    """The doctor's reading of the child's output, minus codes the harness already reported; a
+    crash is always named, with the step it happened in."""
+    findings = [f for f in diagnose(result) if f.code not in already]
+    if not result.crashed:
+        return findings
+    crashes = [f for f in findings if f.code == "kernel-crash"]
+    others = [f for f in findings if f.code != "kernel-crash"]
+    if not crashes:
+        return others + [make_finding("kernel-crash", how, likelihood=CHILD_FINDING_LIKELIHOOD)]
+    crash = max(crashes, key=lambda f: f.likelihood)  # the signal and the crash text: one finding
+    return others + [replace(crash, evidence=f"{how}: {crash.evidence}")]
+
+
+def absorb_records(result: ChildResult, framework: str, report: Report, prefix: str) -> set[str]:
+    """Checks, findings and data from the harness's records; returns the finding codes seen."""
+    codes: set[str] = set()
+    for record in result.records:
+        kind = record.get("type")
+        if kind == "check":
+            report.add(Check(prefix + str(record["name"]), record.get("ok"), str(record.get("detail", ""))))
+        elif kind == "finding":
+            report.findings.append(child_finding(record))
+            codes.add(record["code"])
+        elif kind == "data":
+            store_data(report.data, framework, record["key"], record.get("value"))
+    return codes
+
+
+def child_finding(record: dict[str, Any]) -> Finding:
+    severity = record.get("severity") if record.get("severity") in ("error", "warning", "info") else "error"
+    return Finding(
+        code=str(record["code"]),
+        severity=severity,
+        title=str(record.get("title", "")),
+        evidence=str(record.get("evidence", "")),
+        fix=str(record.get("fix", "")),
+        likelihood=CHILD_FINDING_LIKELIHOOD,
+    )
+
+
+def store_data(data: dict[str, Any], framework: str, key: str, value: Any) -> None:
+    if key == "device":
+        data.setdefault("devices", {})[framework] = value
+    elif key != "seed":  # the request's seed is already there
+        data[key] = value
+
+
+def unexpected_end(result: ChildResult, framework: str) -> str:
+    during = f" during {result.last_step}" if result.last_step else " before its first step"
+    if result.finished:  # it said it was done, then exited with a code of its own
+        return f"the {framework} harness {result.describe()}"
+    return f"the {framework} harness {result.describe()}{during}"
+
+
+def diagnose(result: ChildResult) -> list[Finding]:
+    """The doctor's reading of the child's output and exit status."""
+    return list(diagnose_output(result.output, None if result.timed_out else result.returncode))
+
+
+def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
+    return "\n".join([line for line in text.splitlines() if line.strip()][-lines:])
