@@ -132,6 +132,18 @@ RULES: tuple[TextRule, ...] = (
         Cause("legacy-api-deprecated", 0.8, title="`{target}` uses the deprecated {api} on XLA:{backend}"),
     ),
     _rule(
+        "ffi-metadata",
+        r"Fetching\s+XLA\s+FFI\s+metadata\s+failed",
+        Cause(
+            "api-version-mismatch",
+            0.85,
+            "XLA calls a typed FFI handler once at registration to read its metadata; a function that is not an "
+            "`XLA_FFI_DEFINE_HANDLER_SYMBOL` handler (a legacy `(stream, buffers, opaque, opaque_len, status)` entry "
+            "point) misreads that call and fails or crashes. Register legacy functions with api_version=0.",
+            title="a function that is not a typed FFI handler was registered as one (api_version=1)",
+        ),
+    ),
+    _rule(
         "argument-count",
         r"Wrong\s+number\s+of\s+arguments:\s*expected\s+(?:at\s+least\s+)?(?P<expected>\d+)\s+but\s+got\s+(?P<got>\d+)",
         Cause("operand-mismatch", 0.85, title="the call passes {got} operands, the handler binds {expected}"),
