@@ -71,5 +71,7 @@ def test_legacy_entry_registered_as_typed_ffi_crash_is_diagnosed(tmp_path):
     # The mistake: the legacy entry point registered in the typed FFI registry.
     ops.write_text(ops.read_text().replace("REGISTER_API_VERSION = 0", "REGISTER_API_VERSION = 1"))
     smoke = xlacc("run-smoke", "--json", cwd=project)
-    report = json.loads(smoke.stdout)
-    assert smoke.returncode == 1 and "kernel-crash" in codes(report), smoke.stdout
+    report = json.loads(smoke.stdout)  # xlacc itself survives: its JSON is whole
+    # XLA reads a typed handler's metadata at registration: the legacy function either crashes
+    # there (SIGSEGV) or fails ("Fetching XLA FFI metadata failed"), depending on what it misreads.
+    assert smoke.returncode == 1 and codes(report) & {"kernel-crash", "api-version-mismatch"}, smoke.stdout
