@@ -181,3 +181,10 @@ def test_generated_project_raises_no_error(tmp_path, platform, api):
     names = [c["name"] for c in report["checks"]]
     assert any(n.endswith("kernel.cu") or n.endswith("kernel.cc") for n in names)
     assert any(n.startswith("shared object") for n in names)  # not built yet: skipped, named
+
+
+def test_a_directory_with_nothing_to_read_says_so(tmp_path):
+    (tmp_path / "notes.md").write_text("```python\nimport torch\n```\n")
+    code, report = doctor_json(str(tmp_path))
+    assert code == 0 and not report["findings"]
+    assert report["checks"][0]["ok"] is None and "notes and logs are read when named" in report["checks"][0]["detail"]

@@ -74,6 +74,14 @@ def test_docs_are_generated_from_the_catalogue():
         assert item.example in written and item.fix in written
 
 
+def test_readme_table_names_every_code_with_its_example():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = docs.generated_part(readme, docs.TABLE_START, docs.TABLE_END)
+    assert table == docs.render_table(), "run: python -m xlacc.doctor.docs"
+    for item in CATALOGUE:
+        assert f"| `{item.code}` | {item.severity} |" in table
+
+
 def test_docs_update_rewrites_a_stale_catalogue(tmp_path):
     stale = tmp_path / "doctor.md"
     stale.write_text(f"intro\n{docs.START}\nold\n{docs.END}\noutro\n", encoding="utf-8")

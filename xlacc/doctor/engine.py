@@ -42,6 +42,7 @@ class _Inputs:
     libraries: list[Path] = field(default_factory=list)
     specs: list = field(default_factory=list)  # Spec
     unbuilt: list[Path] = field(default_factory=list)
+    empty: list[Path] = field(default_factory=list)  # directories with nothing doctor reads
 
 
 def run(request: DoctorRequest) -> Report:
@@ -58,7 +59,7 @@ def run(request: DoctorRequest) -> Report:
 
         return _report("xlacc doctor: the environment", environment.check_environment(), only)
     inputs = _gather(request)
-    sections: list[Section] = []
+    sections: list[Section] = [_empty_directory_section(d) for d in inputs.empty]
     sections += _source_sections(inputs)
     sections += _library_sections(request, inputs)
     data: dict = {}
@@ -180,6 +181,8 @@ def _gather_directory(directory: Path, inputs: _Inputs) -> None:
             found += 1
             if found >= MAX_FILES:
                 break
+    if not found and not inputs.specs:
+        inputs.empty.append(directory)
 
 
 def _walk(directory: Path):
@@ -192,6 +195,14 @@ def _walk(directory: Path):
 
 
 # -- sections -----------------------------------------------------------------------------------
+
+
+def _empty_directory_section(directory: Path) -> Section:
+    return Section(
+        f"directory {directory}",
+        "no kernels, scripts, libraries or xlacc.toml in it; notes and logs are read when named (xlacc doctor FILE.md, --log FILE)",
+        skipped=True,
+    )
 
 
 def _source_sections(inputs: _Inputs) -> list[Section]:
