@@ -2,7 +2,7 @@
 
 Runs on a machine with an NVIDIA GPU, jax with CUDA, and (for the copy limit) torch:
 
-    python benchmarks/bench_gpu.py --out results.json [--only large,small,loop,rmsnorm] [--xla-flags-sweep]
+    python benchmarks/bench_gpu.py --out results.json [--only large,small,loop,rmsnorm] [--sweep-xla-flags]
 
 Each figure is a ratio against XLA's own implementation timed in the same process, plus achieved
 GB/s against a device-to-device copy (the practical limit) and the datasheet bandwidth.
@@ -37,19 +37,36 @@ def xlacc(*args: str, cwd: Path) -> None:
         raise SystemExit(f"{' '.join(args)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
 
 
-def project(workdir: Path, name: str, template: str, api: str, dtype: str | None = None):
-    """Generate and build a jax-only cuda project; import its jax_ops under a unique name."""
-    args = ["new", name, "--template", template, "--platform", "cuda", "--api", api, "--framework", "jax"]
-    if dtype:
-        args += ["--dtype", dtype]
-    xlacc(*args, cwd=workdir)
-    xlacc("build", name, cwd=workdir)
-    path = workdir / name / "jax_ops.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_jax_ops", path)
+_OPS: dict[str, object] = {}
+
+# XLA flag sets the small-call benchmarks are repeated under (--sweep-xla-flags), each in its own process.
+XLA_FLAG_SETS = {
+    "default": "",
+    "command buffers off": "--xla_gpu_enable_command_buffer=",
+    "graphs of any size": "--xla_gpu_graph_min_graph_size=1",
+    "loops in graphs": "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL --xla_gpu_graph_min_graph_size=1",
+}
+
+
+def load_module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def project(workdir: Path, name: str, template: str, api: str, dtype: str | None = None):
+    """Generate (once) and build a jax-only cuda project; return its op, registered."""
+    if name in _OPS:
+        return _OPS[name]
+    if not (workdir / name / "xlacc.toml").is_file():
+        args = ["new", name, "--template", template, "--platform", "cuda", "--api", api, "--framework", "jax"]
+        xlacc(*(args + (["--dtype", dtype] if dtype else [])), cwd=workdir)
+    xlacc("build", name, cwd=workdir)  # a cache hit when an earlier process built it
+    module = load_module(f"{name}_jax_ops", workdir / name / "jax_ops.py")
     module.register()
-    return getattr(module, name)
+    _OPS[name] = getattr(module, name)
+    return _OPS[name]
 
 
 # -- timing -----------------------------------------------------------------------------------
@@ -135,7 +152,7 @@ def bench_small(workdir: Path, calls: int = 100) -> list[dict]:
     y = jnp.full((1024,), 1e-3, jnp.float32)
     ops = {"xla native add": lambda a, b: a + b}
     for api in ("ffi", "legacy"):
-        ops[f"add template ({api})"] = project(workdir, f"small_{api}", "add", api)
+        ops[f"add template ({api})"] = project(workdir, f"add_{api}", "add", api)
 
     def chain(op):
         def run(a, b):
@@ -160,7 +177,7 @@ def bench_loop(workdir: Path, iterations: int = 1000) -> list[dict]:
     y = jnp.full((1024,), 1e-3, jnp.float32)
     ops = {"xla native add": lambda a, b: a + b}
     for api in ("ffi", "legacy"):
-        ops[f"add template ({api})"] = project(workdir, f"loop_{api}", "add", api)
+        ops[f"add template ({api})"] = project(workdir, f"add_{api}", "add", api)
 
     def loop(op):
         return jax.jit(lambda a, b: jax.lax.fori_loop(0, iterations, lambda i, acc: op(acc, b), a))
@@ -181,10 +198,7 @@ def bench_rmsnorm(workdir: Path, copy_limit: float) -> list[dict]:
     rows_out = []
     for dtype, jdtype in (("f32", jnp.float32), ("bf16", jnp.bfloat16)):
         op = project(workdir, f"rms_{dtype}", "rms-norm", "ffi", dtype)
-        sys.path.insert(0, str(workdir / f"rms_{dtype}"))
-        ref_spec = importlib.util.spec_from_file_location(f"rms_{dtype}_reference", workdir / f"rms_{dtype}" / "reference.py")
-        reference = importlib.util.module_from_spec(ref_spec)
-        ref_spec.loader.exec_module(reference)
+        reference = load_module(f"rms_{dtype}_reference", workdir / f"rms_{dtype}" / "reference.py")
         x = jax.random.normal(jax.random.key(2), (8192, 8192), jnp.float32).astype(jdtype)
         w = jax.random.normal(jax.random.key(3), (8192,), jnp.float32).astype(jdtype)
         native = jax.jit(lambda a, b: reference.reference(a, b, eps=1e-6, xp=jnp))
@@ -245,31 +259,59 @@ def print_table(rows: list[dict]) -> None:
         print(" | ".join(f"{row[k]:.3f}" if isinstance(row.get(k), float) else str(row.get(k, "")) for k in keys))
 
 
+def sweep_xla_flags(workdir: Path) -> list[dict]:
+    """The small-call benchmarks again under each XLA flag set, each in a fresh process."""
+    rows = []
+    for label, flags in XLA_FLAG_SETS.items():
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            cmd = [sys.executable, __file__, "--only", "small,loop", "--no-copy", "--workdir", str(workdir), "--out", out.name]
+            done = subprocess.run(cmd, env={**os.environ, "XLA_FLAGS": flags}, capture_output=True, text=True)
+            if done.returncode != 0:
+                rows.append({"bench": "xla flags", "variant": label, "error": done.stderr.strip().splitlines()[-1:]})
+                continue
+            for row in json.loads(Path(out.name).read_text())["rows"]:
+                rows.append({**row, "XLA_FLAGS": flags or "(none)", "flag set": label})
+    return rows
+
+
+def run(chosen: set[str], workdir: Path, measure_copy: bool) -> list[dict]:
+    env_gpu = environment()["gpu"]
+    datasheet = datasheet_for(env_gpu)
+    rows: list[dict] = []
+    limit = copy_gbps(768 * 1024 * 1024) if measure_copy else float("nan")
+    if measure_copy:
+        rows.append({"bench": "device-to-device copy, 768 MB", "variant": "torch copy_", "GB/s": limit, "vs datasheet": limit / datasheet if datasheet else None})
+    if "large" in chosen:
+        rows += bench_large(workdir, limit, datasheet)
+    if "small" in chosen:
+        rows += bench_small(workdir)
+    if "loop" in chosen:
+        rows += bench_loop(workdir)
+    if "rmsnorm" in chosen:
+        rows += bench_rmsnorm(workdir, limit)
+    if "sweep" in chosen:
+        rows += sweep_xla_flags(workdir)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
-    parser.add_argument("--only", default="large,small,loop,rmsnorm")
+    parser.add_argument("--only", default="large,small,loop,rmsnorm", help="any of large,small,loop,rmsnorm,sweep")
+    parser.add_argument("--sweep-xla-flags", action="store_true", help="also repeat small,loop under XLA_FLAG_SETS")
+    parser.add_argument("--workdir", type=Path, help="where projects are generated (reused between runs)")
+    parser.add_argument("--no-copy", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    chosen = set(args.only.split(","))
+    chosen = set(args.only.split(",")) | ({"sweep"} if args.sweep_xla_flags else set())
     env = environment()
     print(json.dumps(env))
-    rows: list[dict] = []
-    limit = copy_gbps(768 * 1024 * 1024)
-    datasheet = datasheet_for(env["gpu"])
-    rows.append({"bench": "device-to-device copy, 768 MB", "variant": "torch copy_", "GB/s": limit, "vs datasheet": limit / datasheet if datasheet else None})
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        if "large" in chosen:
-            rows += bench_large(work, limit, datasheet)
-        if "small" in chosen:
-            rows += bench_small(work)
-        if "loop" in chosen:
-            rows += bench_loop(work)
-        if "rmsnorm" in chosen:
-            rows += bench_rmsnorm(work, limit)
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        rows = run(chosen, workdir, measure_copy=not args.no_copy)
     print_table(rows)
     if args.out:
-        args.out.write_text(json.dumps({"environment": env, "rows": rows}, indent=2))
+        args.out.write_text(json.dumps({"environment": env, "rows": rows}, indent=2, default=str))
 
 
 if __name__ == "__main__":
