@@ -1,0 +1,368 @@
+"""Every template × platform × api × framework: render, compile, check exports, run.
+
+Projects are rendered with xlacc.scaffold and compiled here with fixed compiler lines (not through
+xlacc.build), so a template bug shows up as a template failure. CPU projects run their own
+generated pytest file through JAX on the CPU against reference.py; CUDA projects compile once per
+template and api (sm_90 only) and lower to the custom call.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from xlacc import scaffold
+from xlacc import spec as specmod
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATES = scaffold.available_templates()
+
+# (api, frameworks): typed FFI alone, legacy alone (through JAX), both entry points in one
+# library, and the torch_xla-only legacy library (no jax_ops.py).
+API_FRAMEWORKS = [
+    ("ffi", ("jax",)),
+    ("legacy", ("jax",)),
+    ("ffi", ("jax", "torch-xla")),
+    ("legacy", ("torch-xla",)),
+]
+# One nvcc compile per template and api, with every entry point the api can carry.
+CUDA_API_FRAMEWORKS = [("ffi", ("jax", "torch-xla")), ("legacy", ("jax", "torch-xla"))]
+# A blank op with several inputs, outputs and attributes, generic over two element types.
+BLANK_SIGNATURE = {
+    "dtypes": ["f32", "bf16"],
+    "inputs": ["x", "k:i32"],
+    "outputs": ["y", "z:bf16", "w:f32"],
+    "attrs": ["scale:f32", "n:i32=3"],
+}
+SUBPROCESS_TIMEOUT = 300
+
+
+@dataclass(frozen=True)
+class Combo:
+    template: str
+    platform: str
+    api: str
+    frameworks: tuple[str, ...]
+    signature: bool = False  # the blank template with BLANK_SIGNATURE instead of its default
+
+    @property
+    def name(self) -> str:
+        parts = [self.template.replace("-", "_"), self.platform, self.api, *(f.replace("-", "_") for f in self.frameworks)]
+        return "_".join(parts + (["sig"] if self.signature else []))
+
+    @property
+    def runs_jax(self) -> bool:
+        return "jax" in self.frameworks
+
+    def request(self, directory: Path) -> scaffold.NewRequest:
+        extra = BLANK_SIGNATURE if self.signature else {}
+        return scaffold.NewRequest(
+            name=self.name,
+            template=self.template,
+            platform=self.platform,
+            api=self.api,
+            frameworks=list(self.frameworks),
+            directory=directory,
+            **{key: list(value) for key, value in extra.items()},
+        )
+
+
+def _platforms(template: str) -> tuple[str, ...]:
+    return tuple(TEMPLATES[template].get("platforms", specmod.PLATFORMS))
+
+
+def _combos(platform: str, api_frameworks) -> list[Combo]:
+    combos = [
+        Combo(template, platform, api, frameworks)
+        for template in TEMPLATES
+        if platform in _platforms(template)
+        for api, frameworks in api_frameworks
+    ]
+    if "blank" in TEMPLATES:
+        combos += [Combo("blank", platform, api, ("jax", "torch-xla"), signature=True) for api in specmod.APIS]
+    return combos
+
+
+CPU_COMBOS = _combos("cpu", API_FRAMEWORKS)
+CUDA_COMBOS = _combos("cuda", CUDA_API_FRAMEWORKS)
+
+
+# -- toolchain --------------------------------------------------------------------------------------
+
+
+def _ffi_include() -> Path | None:
+    """jaxlib's bundled XLA FFI headers, found without importing jax."""
+    found = importlib.util.find_spec("jaxlib")
+    if found is None or not found.submodule_search_locations:
+        return None
+    include = Path(list(found.submodule_search_locations)[0]) / "include"
+    return include if (include / "xla" / "ffi" / "api" / "ffi.h").is_file() else None
+
+
+def _nvcc() -> str | None:
+    candidates = [os.environ.get("CUDACXX"), shutil.which("nvcc")]
+    if os.environ.get("CUDA_HOME"):
+        candidates.append(str(Path(os.environ["CUDA_HOME"]) / "bin" / "nvcc"))
+    return next((c for c in candidates if c and Path(c).is_file()), None)
+
+
+def _compile_command(platform: str, include: Path, source: Path, library: Path) -> list[str]:
+    if platform == "cpu":
+        return ["g++", "-O3", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", f"-I{include}", "-o", str(library), str(source)]
+    return [
+        _nvcc() or "nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
+        "-gencode", "arch=compute_90,code=[sm_90,compute_90]", f"-I{include}", "-o", str(library), str(source),
+    ]  # fmt: skip
+
+
+@dataclass
+class Project:
+    combo: Combo
+    spec: specmod.Spec
+    compile_error: str | None
+
+    @property
+    def root(self) -> Path:
+        return self.spec.root
+
+    def require_built(self) -> None:
+        if self.compile_error is not None:
+            pytest.fail(f"{self.combo.name} does not compile:\n{self.compile_error}")
+
+
+def _create_and_compile(combo: Combo, base: Path, include: Path) -> Project:
+    directory = base / combo.name
+    scaffold.create(combo.request(directory))
+    spec = specmod.load(directory)
+    spec.library.parent.mkdir(parents=True, exist_ok=True)
+    command = _compile_command(combo.platform, include, spec.source_paths[0], spec.library)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=directory, timeout=SUBPROCESS_TIMEOUT)
+    error = None if result.returncode == 0 else _compiler_errors(result.stderr)
+    return Project(combo, spec, error)
+
+
+def _compiler_errors(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if "error" in line]
+    return "\n".join(lines[:20]) or stderr[-3000:]
+
+
+def _build_all(combos: list[Combo], base: Path, include: Path) -> dict[Combo, Project]:
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        projects = pool.map(lambda c: _create_and_compile(c, base, include), combos)
+        return {p.combo: p for p in projects}
+
+
+@pytest.fixture(scope="module")
+def ffi_include() -> Path:
+    include = _ffi_include()
+    if include is None:
+        pytest.skip("jaxlib's XLA FFI headers are not installed (pip install jax)")
+    return include
+
+
+@pytest.fixture(scope="module")
+def cpu_projects(tmp_path_factory, ffi_include) -> dict[Combo, Project]:
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    return _build_all(CPU_COMBOS, tmp_path_factory.mktemp("cpu"), ffi_include)
+
+
+@pytest.fixture(scope="module")
+def cuda_projects(tmp_path_factory, ffi_include) -> dict[Combo, Project]:
+    if _nvcc() is None:
+        pytest.skip("nvcc is not installed (system CUDA toolkit, or pip install xlacc[cuda])")
+    return _build_all(CUDA_COMBOS, tmp_path_factory.mktemp("cuda"), ffi_include)
+
+
+# -- checks -------------------------------------------------------------------------------------------
+
+
+def exported_functions(library: Path) -> set[str]:
+    """Defined, global (not weak) functions in .dynsym: the library's own C entry points."""
+    with library.open("rb") as handle:
+        dynsym = ELFFile(handle).get_section_by_name(".dynsym")
+        return {
+            symbol.name
+            for symbol in dynsym.iter_symbols()
+            if symbol["st_shndx"] != "SHN_UNDEF"
+            and symbol["st_info"]["bind"] == "STB_GLOBAL"
+            and symbol["st_info"]["type"] == "STT_FUNC"
+        }
+
+
+def run_python(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("XLACC_LIBRARY", None)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=SUBPROCESS_TIMEOUT)
+
+
+def run_generated_tests(project: Project) -> tuple[int, int, str]:
+    """Runs the project's own pytest file; returns (passed, skipped, output)."""
+    result = run_python(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(project.root)], project.root)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"{project.combo.name}: the generated tests failed:\n{output[-4000:]}"
+    counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|skipped)", output)}
+    return counts.get("passed", 0), counts.get("skipped", 0), output
+
+
+def _ids(combos: list[Combo]) -> list[str]:
+    return [c.name for c in combos]
+
+
+# -- CPU ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("combo", CPU_COMBOS, ids=_ids(CPU_COMBOS))
+def test_cpu_library_exports_exactly_the_entry_points(cpu_projects, combo):
+    project = cpu_projects[combo]
+    project.require_built()
+    assert exported_functions(project.spec.library) == set(project.spec.entry_points)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("combo", [c for c in CPU_COMBOS if c.runs_jax], ids=_ids([c for c in CPU_COMBOS if c.runs_jax]))
+def test_cpu_project_matches_its_reference_through_jax(cpu_projects, combo):
+    project = cpu_projects[combo]
+    project.require_built()
+    passed, skipped, output = run_generated_tests(project)
+    # every dtype at each of the generated test's three sizes, plus the lowering test
+    assert (passed, skipped) == (3 * len(project.spec.op_dtypes) + 1, 0), output[-3000:]
+
+
+LEGACY_FAILURE_SCRIPT = """\
+import jax, jax.numpy as jnp
+import jax_ops
+jax_ops.register()
+inputs = [jnp.ones((4,), jnp.float32) for _ in range({n_inputs})]
+call = jax.ffi.ffi_call(jax_ops.TARGET, jax.ShapeDtypeStruct((4,), jnp.float32),
+                        custom_call_api_version=3, legacy_backend_config="{config}")
+jax.block_until_ready(call(*inputs))
+print("last_error:", jax_ops.last_error())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("template", [t for t in ("add", "rms-norm", "blank") if t in TEMPLATES])
+def test_cpu_legacy_failure_is_visible_under_jax(cpu_projects, template):
+    """XLA's status callback is unreachable under JAX: the failure must reach stderr and last_error()."""
+    project = cpu_projects[Combo(template, "cpu", "legacy", ("jax",))]
+    project.require_built()
+    first = project.spec.inputs[0].name
+    script = LEGACY_FAILURE_SCRIPT.format(n_inputs=len(project.spec.inputs), config=f"{first}.shape=4")
+    result = run_python(["-c", script], project.root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"xlacc: {project.spec.target} failed:" in result.stderr
+    missing = next(t.name for t in project.spec.inputs + project.spec.outputs if t.name != first)
+    assert f"last_error: {project.spec.target}: backend_config lacks '{missing}.shape'" in result.stdout
+
+
+RMS_NORM_LEADING_DIMS_SCRIPT = """\
+import numpy as np, jax.numpy as jnp
+import jax_ops, reference
+rng = np.random.default_rng(0)
+x = rng.standard_normal((2, 3, 37), dtype=np.float32)
+w = rng.standard_normal((37,), dtype=np.float32)
+got = np.asarray(jax_ops.{name}(jnp.asarray(x), jnp.asarray(w), eps=1e-3))
+want = reference.reference(x.astype(np.float64), w.astype(np.float64), eps=1e-3)
+assert got.shape == (2, 3, 37), got.shape
+np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+print("ok")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("rms-norm" not in TEMPLATES, reason="no rms-norm template")
+@pytest.mark.parametrize("api", specmod.APIS)
+def test_cpu_rms_norm_flattens_leading_dims_and_passes_eps(cpu_projects, api):
+    project = cpu_projects[Combo("rms-norm", "cpu", api, ("jax",))]
+    project.require_built()
+    result = run_python(["-c", RMS_NORM_LEADING_DIMS_SCRIPT.format(name=project.spec.name)], project.root)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
+
+
+VMAP_SCRIPT = """\
+import numpy as np, jax, jax.numpy as jnp
+import jax_ops
+x = np.arange(12, dtype=np.float32).reshape(3, 4)
+y = np.full((3, 4), 0.5, dtype=np.float32)
+got = np.asarray(jax.vmap(jax_ops.{name})(jnp.asarray(x), jnp.asarray(y)))
+np.testing.assert_array_equal(got, x + y)
+print("ok")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("add" not in TEMPLATES, reason="no add template")
+@pytest.mark.parametrize("api", specmod.APIS)
+def test_cpu_add_under_vmap_computes_every_example(cpu_projects, api):
+    """A legacy call's backend_config holds unbatched shapes: vmap must not batch the call itself."""
+    project = cpu_projects[Combo("add", "cpu", api, ("jax",))]
+    project.require_built()
+    result = run_python(["-c", VMAP_SCRIPT.format(name=project.spec.name)], project.root)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
+
+
+# -- CUDA ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("combo", CUDA_COMBOS, ids=_ids(CUDA_COMBOS))
+def test_cuda_library_exports_exactly_the_entry_points(cuda_projects, combo):
+    project = cuda_projects[combo]
+    project.require_built()
+    assert exported_functions(project.spec.library) == set(project.spec.entry_points)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("combo", CUDA_COMBOS, ids=_ids(CUDA_COMBOS))
+def test_cuda_project_lowers_to_its_custom_call(cuda_projects, combo):
+    """Without a GPU the generated tests still lower the op for CUDA; with one they run it."""
+    project = cuda_projects[combo]
+    project.require_built()
+    passed, skipped, output = run_generated_tests(project)
+    assert passed >= 1, output[-3000:]
+    assert passed + skipped == 3 * len(project.spec.op_dtypes) + 1, output[-3000:]
+
+
+# -- the generated text -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("template", list(TEMPLATES))
+@pytest.mark.parametrize("platform", specmod.PLATFORMS)
+def test_only_the_blank_stub_carries_a_todo(tmp_path, template, platform):
+    if platform not in _platforms(template):
+        pytest.skip(f"{template} has no {platform} kernel")
+    spec, meta = scaffold.spec_for(scaffold.NewRequest(name="op", template=template, platform=platform, directory=tmp_path))
+    files = scaffold.render(spec, meta)
+    todos = {path: text.count("TODO") for path, text in files.items() if "TODO" in text}
+    assert todos == ({spec.kernel_file: 1} if template == "blank" else {})
+
+
+def test_blank_reference_copies_the_first_input_into_each_output_type(tmp_path):
+    if "blank" not in TEMPLATES:
+        pytest.skip("no blank template")
+    np = pytest.importorskip("numpy")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    spec, meta = scaffold.spec_for(Combo("blank", "cpu", "ffi", ("jax",), signature=True).request(tmp_path))
+    namespace: dict = {}
+    exec(compile(scaffold.render(spec, meta)["reference.py"], "reference.py", "exec"), namespace)
+    operands, attrs = namespace["example_inputs"](5, np.random.default_rng(0), "bf16")
+    assert [a.dtype.name for a in operands] == ["bfloat16", "int32"]
+    assert attrs == {"scale": 1.0, "n": 3}
+    y, z, w = namespace["reference"](*operands, **attrs)
+    assert [o.dtype.name for o in (y, z, w)] == ["bfloat16", "bfloat16", "float32"]
+    x = operands[0].astype(np.float32)
+    for out in (y, z, w):
+        np.testing.assert_array_equal(out.astype(np.float32), x)
+    assert ml_dtypes.bfloat16 == z.dtype
