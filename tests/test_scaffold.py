@@ -104,6 +104,12 @@ def test_blank_flags_cannot_inject_code(tmp_path, flag):
         scaffold.create(request(tmp_path, template="blank", **{flag[0]: flag[1]}))
 
 
+@pytest.mark.parametrize("flag", [("inputs", ["xp:f32"]), ("attrs", ["status:i32"]), ("outputs", ["stream:f32"]), ("inputs", ["x", "x"])])
+def test_blank_names_that_would_shadow_generated_code_are_refused(tmp_path, flag):
+    with pytest.raises(UsageError, match="uses that name itself|used twice"):
+        scaffold.create(request(tmp_path, template="blank", **{flag[0]: flag[1]}))
+
+
 def test_blank_signature_from_flags(tmp_path):
     scaffold.create(
         request(tmp_path, template="blank", inputs=["a:T", "b:i32"], outputs=["c:T"], attrs=["scale:f32=0.5", "k:i64"], dtypes=["f32", "f16"])

@@ -126,7 +126,7 @@ def _tensor_from_meta(raw: dict[str, Any], op_dtypes: tuple[str, ...], is_output
 def _parse_flag_tensor(text: str, op_dtypes: tuple[str, ...], like: str | None) -> Tensor:
     """``NAME`` or ``NAME:DTYPE`` (DTYPE "T" = the op's element type)."""
     name, _, dtype = text.partition(":")
-    specmod.check_identifier(name.strip(), "tensor name")
+    specmod.check_member_name(name.strip(), "tensor name")
     return Tensor(name.strip(), _tensor_dtypes(dtype.strip() or None, op_dtypes), None, like)
 
 
@@ -134,7 +134,7 @@ def _parse_flag_attr(text: str) -> Attr:
     """``NAME:TYPE`` or ``NAME:TYPE=DEFAULT``."""
     name, _, rest = text.partition(":")
     attr_type, _, default = rest.partition("=")
-    specmod.check_identifier(name.strip(), "attribute name")
+    specmod.check_member_name(name.strip(), "attribute name")
     _choice(attr_type.strip() or "f32", specmod.ATTR_TYPES, "attribute type")
     attr_type = attr_type.strip() or "f32"
     value: float | int | None = None

@@ -63,6 +63,14 @@ C_CPP_KEYWORDS = frozenset(
     _Static_assert _Thread_local main
     """.split()
 )
+# Names the generated code itself uses: an operand or attribute named like one would shadow it.
+GENERATED_NAMES = frozenset(
+    """
+    T stream ins outs status op_dtype config result elements blocks launched xlacc ffi std
+    xp np jnp jax torch torch_xla ctypes os Path math rng size dtype operands attrs parts name
+    results call outputs library register last_error backend_config reference example_inputs
+    """.split()
+)
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 TARGET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,126}$")
 ARCH = re.compile(r"^sm_(\d{2,3})a?$")
@@ -81,6 +89,14 @@ def check_identifier(name: str, what: str = "name") -> str:
         raise UsageError(f"invalid {what} {name!r}: names starting with '__' or '_' and a capital are reserved in C and C++")
     if name in C_CPP_KEYWORDS or keyword.iskeyword(name) or keyword.issoftkeyword(name):
         raise UsageError(f"invalid {what} {name!r}: it is a C, C++ or Python keyword")
+    return name
+
+
+def check_member_name(name: str, what: str) -> str:
+    """An operand, result or attribute name: an identifier the generated code does not use itself."""
+    check_identifier(name, what)
+    if name in GENERATED_NAMES:
+        raise UsageError(f"invalid {what} {name!r}: the generated code uses that name itself; pick another")
     return name
 
 
@@ -309,12 +325,12 @@ class _Reader:
             raise self.fail(key, f"at least one [[{key}]] entry is required")
         return value
 
-    def identifier(self, table: dict, key: str) -> str:
+    def identifier(self, table: dict, key: str, member: bool = False) -> str:
         short = key.rsplit(".", 1)[-1]
         if short not in table:
             raise self.fail(key, "missing: a C identifier is required")
         try:
-            return check_identifier(table[short], short)
+            return (check_member_name if member else check_identifier)(table[short], short)
         except UsageError as exc:
             raise self.fail(key, str(exc)) from None
 
@@ -350,7 +366,7 @@ class _Reader:
     def tensor(self, raw: Any, key: str, is_output: bool) -> Tensor:
         if not isinstance(raw, dict):
             raise self.fail(key, "must be a table with name, dtype and shape")
-        name = self.identifier(raw, f"{key}.name")
+        name = self.identifier(raw, f"{key}.name", member=True)
         dtypes = self.dtypes(raw.get("dtype"), f"{key}.dtype")
         shape = raw.get("shape")
         if isinstance(shape, str):
@@ -370,7 +386,7 @@ class _Reader:
     def attr(self, raw: Any, key: str) -> Attr:
         if not isinstance(raw, dict):
             raise self.fail(key, "must be a table with name and type")
-        name = self.identifier(raw, f"{key}.name")
+        name = self.identifier(raw, f"{key}.name", member=True)
         attr_type = raw.get("type")
         if attr_type not in ATTR_TYPES:
             raise self.fail(f"{key}.type", f"{attr_type!r} is not allowed; use one of: {', '.join(ATTR_TYPES)}")
