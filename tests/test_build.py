@@ -652,3 +652,8 @@ def test_pip_toolchain_is_found_and_compiles(in_tmp, monkeypatch):
     if cuobjdump is not None:
         listing = subprocess.run([str(cuobjdump), "--list-elf", report.data["library"]], capture_output=True, text=True)
         assert "sm_90" in listing.stdout
+
+
+def test_gencode_flags_without_ptx_embed_sass_only():
+    assert build.gencode_flags(["sm_80"], ptx=False) == ["-gencode", "arch=compute_80,code=sm_80"]
+    assert build.describe_archs(["sm_80"], ptx=False) == "sm_80 (SASS only, no PTX)"

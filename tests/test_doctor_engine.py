@@ -188,3 +188,14 @@ def test_a_directory_with_nothing_to_read_says_so(tmp_path):
     code, report = doctor_json(str(tmp_path))
     assert code == 0 and not report["findings"]
     assert report["checks"][0]["ok"] is None and "notes and logs are read when named" in report["checks"][0]["detail"]
+
+
+def test_so_inside_a_project_is_checked_for_the_projects_entry_points(tmp_path):
+    from xlacc import build as build_mod
+    from xlacc import scaffold, spec
+
+    scaffold.create(scaffold.NewRequest(name="owned", platform="cpu", frameworks=["jax"], directory=tmp_path / "owned"))
+    assert build_mod.build_spec(spec.load(tmp_path / "owned")).ok
+    code, report = doctor_json("--so", str(tmp_path / "owned" / "build" / "libowned.so"))
+    names = [c["name"] for c in report["checks"]]
+    assert code == 0 and "symbol xlacc_owned_ffi" in names

@@ -216,3 +216,21 @@ def test_cuda_project_without_a_gpu_checks_what_it_can_and_exits_3(tmp_path):
     assert by_name["lowering"]["ok"] is True and "jax.export" in by_name["lowering"]["detail"]
     assert by_name["numerics"]["ok"] is None
     assert "no-gpu" in codes(payload)
+
+
+def test_library_without_code_for_the_visible_gpu_is_arch_mismatch(tmp_path, monkeypatch):
+    """What a Hopper GPU meets with an sm_80-only build: stopped before any launch, with the reason."""
+    from xlacc import build, scaffold, smoke, spec, toolchain
+    from xlacc.report import Report
+
+    scaffold.create(scaffold.NewRequest(name="old", platform="cuda", frameworks=["jax"], directory=tmp_path / "old"))
+    toml = tmp_path / "old" / "xlacc.toml"
+    toml.write_text(toml.read_text().replace('archs = "auto"', 'archs = ["sm_80"]').replace("ptx = true", "ptx = false"))
+    project = spec.load(tmp_path / "old")
+    assert build.build_spec(project).ok
+    monkeypatch.setattr(toolchain, "visible_gpu_archs", lambda: ["sm_90"])
+    report = Report("t")
+    assert smoke.runs_on_visible_gpus(project, report) is False
+    assert [f.code for f in report.findings] == ["arch-mismatch"] and "sm_90" in report.findings[0].evidence
+    monkeypatch.setattr(toolchain, "visible_gpu_archs", lambda: ["sm_86"])  # sm_80 SASS runs on sm_86
+    assert smoke.runs_on_visible_gpus(project, Report("t")) is True

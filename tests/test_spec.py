@@ -113,6 +113,13 @@ def test_invalid_spec_names_file_key_and_allowed_values(tmp_path, edit, key, all
     assert "\n" not in message
 
 
+def test_ptx_defaults_on_and_must_be_a_boolean(tmp_path):
+    assert specmod.load(write(tmp_path, VALID)).ptx is True
+    assert specmod.load(write(tmp_path, VALID + "ptx = false\n")).ptx is False
+    with pytest.raises(SpecError, match=r"\[build.ptx\] 'no' is not allowed"):
+        specmod.load(write(tmp_path, VALID + 'ptx = "no"\n'))
+
+
 def test_not_toml_and_missing_tables(tmp_path):
     with pytest.raises(SpecError, match=r"\[toml\] not valid TOML"):
         specmod.load(write(tmp_path, "[op\nname="))

@@ -94,6 +94,7 @@ class BuildRequest:
     force: bool
     verbose: bool
     show_progress: bool
+    no_ptx: bool = False  # SASS only: a GPU without SASS in the library cannot run it
 
 
 @dataclass
@@ -127,6 +128,7 @@ class Target:
     always_ffi: bool  # add the FFI headers even if no source mentions them
     archs: tuple[str, ...]  # () = auto
     archs_origin: str
+    ptx: bool = True  # embed PTX of the highest arch next to the SASS
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ def is_stale(
 
 
 def _spec_target(
-    spec: Spec, *, archs: tuple[str, ...] | None, output: Path | None = None, symbols: tuple[str, ...] = ()
+    spec: Spec, *, archs: tuple[str, ...] | None, output: Path | None = None, symbols: tuple[str, ...] = (), ptx: bool = True
 ) -> Target:
     root = spec.root.resolve()
     sources = tuple(s.resolve() for s in spec.source_paths)
@@ -219,6 +221,7 @@ def _spec_target(
         always_ffi=spec.needs_ffi,
         archs=tuple(archs) if explicit else spec.archs,
         archs_origin="--arch" if explicit else f"[build] archs in {spec_mod.SPEC_FILE}",
+        ptx=spec.ptx and ptx,
     )
 
 
@@ -233,7 +236,7 @@ def _request_target(request: BuildRequest) -> Target:
         if len(paths) > 1:
             raise UsageError("give one project directory, or kernel files (.cu, .cc), not both")
         project = spec_mod.load(directories[0])
-        return _spec_target(project, archs=requested_archs, output=request.output, symbols=tuple(request.symbols))
+        return _spec_target(project, archs=requested_archs, output=request.output, symbols=tuple(request.symbols), ptx=not request.no_ptx)
     return _files_target(paths, request, requested_archs)
 
 
@@ -257,6 +260,7 @@ def _files_target(paths: list[Path], request: BuildRequest, archs: tuple[str, ..
         always_ffi=False,
         archs=archs or (),
         archs_origin="--arch",
+        ptx=not request.no_ptx,
     )
 
 
@@ -353,7 +357,7 @@ def _prepare(target: Target, options: Options) -> Plan:
         archs, why = toolchain.resolve_archs(target.archs or None)
         if target.archs:
             why = f"as requested by {target.archs_origin}"
-        checks.append(Check("archs", True, f"{describe_archs(archs)}: {why}"))
+        checks.append(Check("archs", True, f"{describe_archs(archs, target.ptx)}: {why}"))
     command = compile_command(compiler, target, archs, ffi_dir)
     key = cache_key(inputs, command, compiler, toolchain.ffi_headers_digest(ffi_dir) if ffi_dir else "")
     return Plan(target, compiler, command, archs, key, cache, checks)
@@ -367,9 +371,9 @@ def _display(path: Path, root: Path) -> str:
         return str(path)
 
 
-def gencode_flags(archs: list[str]) -> list[str]:
-    """SASS for every arch, and PTX of the highest so newer GPUs can JIT it."""
-    ptx_arch = _ptx_arch(archs)
+def gencode_flags(archs: list[str], ptx: bool = True) -> list[str]:
+    """SASS for every arch, and (unless ``ptx`` is off) PTX of the highest so newer GPUs can JIT it."""
+    ptx_arch = _ptx_arch(archs) if ptx else None
     flags = []
     for arch in archs:
         virtual = "compute_" + arch.split("_", 1)[1]
@@ -383,7 +387,9 @@ def _ptx_arch(archs: list[str]) -> str:
     return max(archs, key=lambda a: (toolchain.arch_number(a), not a.endswith("a")))
 
 
-def describe_archs(archs: list[str]) -> str:
+def describe_archs(archs: list[str], ptx: bool = True) -> str:
+    if not ptx:
+        return f"{', '.join(archs)} (SASS only, no PTX)"
     return f"{', '.join(archs)} + PTX compute_{_ptx_arch(archs).split('_', 1)[1]}"
 
 
@@ -393,7 +399,7 @@ def compile_command(compiler: toolchain.Compiler, target: Target, archs: list[st
     output = ["-o", _display(target.output, target.root)]
     if compiler.kind == "nvcc":
         hide = list(NVCC_HIDE_SYMBOLS) if target.hide_symbols else []
-        flags = [*NVCC_FLAGS, *hide, *gencode_flags(archs), *include, *NVCC_TRAILING_FLAGS]
+        flags = [*NVCC_FLAGS, *hide, *gencode_flags(archs, target.ptx), *include, *NVCC_TRAILING_FLAGS]
     else:
         hide = list(HOST_HIDE_SYMBOLS) if target.hide_symbols else []
         flags = [*HOST_FLAGS, *hide, *include]

@@ -91,6 +91,7 @@ def build(
     platform: Optional[str] = typer.Option(None, "--platform", help="cuda | cpu for kernel files (default: by suffix)."),
     nvcc: Optional[Path] = typer.Option(None, "--nvcc", help="The nvcc to use."),
     ffi_include: Optional[Path] = typer.Option(None, "--ffi-include", help="Directory holding xla/ffi/api/ffi.h."),
+    no_ptx: bool = typer.Option(False, "--no-ptx", help="Embed SASS only, no PTX for newer GPUs to JIT-compile."),
     force: bool = typer.Option(False, "--force", help="Rebuild even when the cache is fresh."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the command line and every compiler line."),
     as_json: bool = JSON_OPTION,
@@ -110,6 +111,7 @@ def build(
             force=force,
             verbose=verbose,
             show_progress=not as_json,
+            no_ptx=no_ptx,
         )
     )
     raise typer.Exit(emit(report, as_json))

@@ -87,13 +87,11 @@ def validate(request: SmokeRequest) -> None:
 
 
 def build_if_stale(spec: spec_mod.Spec, report: Report) -> bool:
-    """Build when sources changed since the last build; report why not when it fails."""
+    """Build when sources changed since the last build (a cached build is still verified);
+    report why not when it fails, or when the library holds no code for the visible GPU."""
     from xlacc import build
 
     library = _display(spec.library, spec.root)
-    if not build.is_stale(spec):
-        report.add(Check("build", True, f"{library} is up to date"))
-        return True
     result = build.build_spec(spec)
     if not result.ok:
         report.checks += result.checks
@@ -101,8 +99,31 @@ def build_if_stale(spec: spec_mod.Spec, report: Report) -> bool:
         report.notes += result.notes
         report.add(Check("build", False, f"{library} was not built; nothing ran"))
         return False
-    report.add(Check("build", True, f"built {library} in {result.seconds:.1f} s"))
-    return True
+    report.add(Check("build", True, f"{library} is up to date" if result.cached else f"built {library} in {result.seconds:.1f} s"))
+    return runs_on_visible_gpus(spec, report)
+
+
+def runs_on_visible_gpus(spec: spec_mod.Spec, report: Report) -> bool:
+    """A library without SASS or PTX for this GPU fails every launch, or silently writes nothing."""
+    from xlacc import fatbin, toolchain
+
+    if spec.platform != "cuda":
+        return True
+    entries = fatbin.read_fatbin(spec.library)
+    ok = True
+    for arch in toolchain.visible_gpu_archs():
+        coverage = fatbin.runs_on(entries, arch)
+        report.add(Check(f"GPU code for {arch}", coverage.ok, coverage.reason))
+        if not coverage.ok:
+            ok = False
+            report.findings.append(
+                make_finding(
+                    "arch-mismatch",
+                    f"{_display(spec.library, spec.root)} holds {fatbin.describe(entries)}; this GPU is {arch}: {coverage.reason}",
+                    fix=f"add {arch} to [build] archs in {spec_mod.SPEC_FILE} (or set archs = \"auto\"), or keep ptx = true",
+                )
+            )
+    return ok
 
 
 def _display(path: Path, root: Path) -> str:

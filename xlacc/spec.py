@@ -165,6 +165,7 @@ class Spec:
     outputs: tuple[Tensor, ...]
     attrs: tuple[Attr, ...] = ()
     archs: tuple[str, ...] = ()  # () = auto
+    ptx: bool = True  # also embed PTX of the highest arch, JIT-compiled on newer GPUs
     reference: str = "reference.py:reference"
     sources: tuple[str, ...] = ()
     output: str = ""
@@ -295,6 +296,7 @@ def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
         outputs=outputs,
         attrs=attrs,
         archs=reader.archs(build.get("archs", "auto")),
+        ptx=reader.boolean(build, "build.ptx", default=True),
         reference=str(op.get("reference", "reference.py:reference")),
         sources=tuple(str(s) for s in build.get("sources", ())),
         output=str(build.get("output", "")),
@@ -396,6 +398,12 @@ class _Reader:
         if default is not None and attr_type.startswith("i") and not isinstance(default, int):
             raise self.fail(f"{key}.default", f"must be an integer for type {attr_type}")
         return Attr(name, attr_type, default)
+
+    def boolean(self, table: dict, key: str, default: bool) -> bool:
+        value = table.get(key.rsplit(".", 1)[-1], default)
+        if not isinstance(value, bool):
+            raise self.fail(key, f"{value!r} is not allowed; use true or false")
+        return value
 
     def archs(self, value: Any) -> tuple[str, ...]:
         try:

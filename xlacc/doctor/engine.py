@@ -244,12 +244,27 @@ def _library_sections(request: DoctorRequest, inputs: _Inputs) -> list[Section]:
     if request.so is not None and not request.so.exists():
         raise UsageError(f"--so {request.so}: no such file")
     symbols, symbols_from = request.symbols, "--symbol"
-    if not symbols and inputs.specs:
-        symbols, symbols_from = list(inputs.specs[0].entry_points), "xlacc.toml"
+    specs = inputs.specs or ([owner] if request.so and (owner := _owning_spec(request.so)) else [])
+    if not symbols and specs:
+        symbols, symbols_from = list(specs[0].entry_points), "xlacc.toml"
     sections = [Section(f"shared object {p}", "not built yet: run `xlacc build`", skipped=True) for p in inputs.unbuilt if p not in paths]
     for path in dict.fromkeys(paths):
         sections += library.check_library(path, symbols, request.arch, symbols_from)
     return sections
+
+
+def _owning_spec(library: Path):
+    """The project whose build this library is (``PROJECT/build/libNAME.so``), if any."""
+    from xlacc import spec as spec_module
+
+    for directory in (library.resolve().parent, library.resolve().parent.parent):
+        if (directory / spec_module.SPEC_FILE).is_file():
+            try:
+                spec = spec_module.load(directory)
+            except UsageError:
+                return None
+            return spec if spec.library.resolve() == library.resolve() else None
+    return None
 
 
 def _log_section(log: str) -> Section:
