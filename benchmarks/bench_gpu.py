@@ -32,7 +32,8 @@ DATASHEET_GBPS = {"H100": 3350.0, "H200": 4800.0}  # HBM3 / HBM3e peak, SXM part
 
 def xlacc(*args: str, cwd: Path) -> None:
     cmd = [sys.executable, "-m", "xlacc", *args]
-    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path})
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
 
