@@ -127,7 +127,7 @@ def test_generated_code_carries_the_facts(tmp_path):
     jax_ops = (project / "jax_ops.py").read_text()
     torch_ops = (project / "torch_xla_ops.py").read_text()
     assert "kCmdBufferCompatible" in kernel
-    assert "cudaGetLastError" in kernel and "stream>>>" in kernel
+    assert "cudaGetLastError" in kernel and "xlacc::launch(" in kernel and ", stream, xp, yp, outp, n)" in kernel
     assert "__attribute__((weak))" in kernel and "XlaCustomCallStatusSetFailure" in kernel
     assert 'PLATFORM = "CUDA"' in jax_ops and "REGISTER_API_VERSION = 1" in jax_ops and "API_VERSION = 4" in jax_ops
     assert 'PLATFORM = "CUDA"' in torch_ops and "API_VERSION = API_VERSION_STATUS_RETURNING" in torch_ops
