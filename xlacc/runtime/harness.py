@@ -136,6 +136,44 @@ class Harness:
             sys.stderr.flush()
             self.check(check_name or name, False, first_line(exc))
 
+    # -- numerics: the op against the reference; each harness supplies run_op ----------------------
+    # Set by each harness once the project is loaded.
+    args: argparse.Namespace
+    spec: spec_mod.Spec
+    project: Project
+    numerics_device = "cpu"  # picks DEFAULT_SIZES when --sizes is not given
+
+    def run_op(self, operands: list[Any], attrs: dict[str, Any]) -> tuple[Any, ...]:
+        """Run the custom call on the framework's device; return its outputs as NumPy arrays."""
+        raise NotImplementedError
+
+    def check_numerics(self) -> None:
+        sizes = self.args.sizes or DEFAULT_SIZES[self.numerics_device]
+        self.writer.data("sizes", sizes)
+        for size in sizes:
+            for dtype in self.project.dtypes():
+                with self.step(f"numerics n={size}", f"numerics n={size} {dtype or ''}".strip()):
+                    self.check_case(size, dtype)
+
+    def check_case(self, size: int, dtype: str | None) -> None:
+        import numpy as np
+
+        from xlacc.runtime import numerics
+
+        operands, attrs = self.project.example_inputs(size, np.random.default_rng(self.args.seed), dtype)
+        label = case_label(size, operands)
+        outputs = self.run_op(operands, attrs)
+        expected = as_tuple(self.project.reference(*[numerics.widen(a) for a in operands], **attrs))
+        if len(outputs) != len(expected):
+            self.check(f"numerics {label}", False, f"the op returns {len(outputs)} outputs, the reference {len(expected)}")
+            return
+        results = [
+            numerics.compare(out_spec.name, out, ref, self.args.rtol, self.args.atol)
+            for out_spec, out, ref in zip(self.spec.outputs, outputs, expected)
+        ]
+        detail = f"seed {self.args.seed}: " + "; ".join(r.detail for r in results)
+        self.check(f"numerics {label}", all(r.ok for r in results), detail)
+
     def exit_code(self) -> int:
         if self.failed:
             return EXIT_PROBLEM

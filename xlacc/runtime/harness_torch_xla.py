@@ -307,26 +307,12 @@ class TorchXlaHarness(Harness):
             return f"{call.backend_config!r} follows the operands' shapes ({self.sizes_compared[0]} differ)"
         return f"{call.backend_config!r} (the sizes tried gave the same shapes, so size-dependence was not checked)"
 
-    # -- 3. numerics (a torch_xla with a CUDA device) --------------------------------------------
-    def check_numerics(self) -> None:
-        sizes = self.args.sizes or [1, 1_000_003, 1 << 24]
-        self.writer.data("sizes", sizes)
-        for size in sizes:
-            for dtype in self.project.dtypes():
-                with self.step(f"numerics n={size}", f"numerics n={size} {dtype or ''}".strip()):
-                    self.check_case(size, dtype)
+    # -- 3. numerics, on a torch_xla with a CUDA device (the loop is Harness.check_numerics) ------
+    numerics_device = "gpu"
 
-    def check_case(self, size: int, dtype: str | None) -> None:
-        operands, attrs = self.project.example_inputs(size, np.random.default_rng(self.args.seed), dtype)
+    def run_op(self, operands: list[Any], attrs: dict[str, Any]) -> tuple[Any, ...]:
         tensors = [to_torch(a).to(self.device) for a in operands]
-        outputs = as_tuple(getattr(self.ops, self.spec.name)(*tensors, **attrs))
-        expected = as_tuple(self.project.reference(*[numerics.widen(a) for a in operands], **attrs))
-        results = [
-            numerics.compare(spec_out.name, from_torch(out), ref, self.args.rtol, self.args.atol)
-            for spec_out, out, ref in zip(self.spec.outputs, outputs, expected)
-        ]
-        label = case_label(size, operands)
-        self.check(f"numerics {label}", all(r.ok for r in results), f"seed {self.args.seed}: " + "; ".join(r.detail for r in results))
+        return tuple(from_torch(o) for o in as_tuple(getattr(self.ops, self.spec.name)(*tensors, **attrs)))
 
 
 def to_torch(array: Any):
