@@ -197,7 +197,7 @@ def test_ffi_include_from_jaxlib_without_importing_it(fresh_ffi_lookup):
 
 
 def test_missing_ffi_headers_say_how_to_get_them(fresh_ffi_lookup, monkeypatch):
-    monkeypatch.setattr(toolchain, "_jaxlib_include", lambda: None)
+    monkeypatch.setattr(toolchain, "jaxlib_include", lambda: None)
     monkeypatch.setattr(toolchain, "_jax_reported_include", lambda: None)
     with pytest.raises(ToolchainMissing) as caught:
         toolchain.ffi_include_dir()
@@ -210,7 +210,7 @@ def test_jax_reports_the_same_include_dir():
     if importlib.util.find_spec("jax") is None:
         pytest.skip("jax is not installed")
     reported = toolchain._jax_reported_include()
-    assert reported is not None and reported == toolchain._jaxlib_include()
+    assert reported is not None and reported == toolchain.jaxlib_include()
 
 
 def test_ffi_headers_digest_follows_content(tmp_path):

@@ -222,10 +222,10 @@ def ffi_include_dir(explicit: Path | None = None) -> Path:
 
 @functools.lru_cache(maxsize=1)
 def _installed_ffi_include() -> Path | None:
-    return _jaxlib_include() or _jax_reported_include()
+    return jaxlib_include() or _jax_reported_include()
 
 
-def _jaxlib_include() -> Path | None:
+def jaxlib_include() -> Path | None:
     """jaxlib's installed ``include`` folder, found without importing jaxlib (that costs seconds)."""
     try:
         spec = importlib.util.find_spec("jaxlib")

@@ -67,15 +67,9 @@ def nvcc_compiler():
 
 
 def jaxlib_include() -> Path | None:
-    try:
-        spec = importlib.util.find_spec("jaxlib")
-    except (ImportError, ValueError):
-        return None
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        candidate = Path(location) / "include"
-        if (candidate / FFI_C_API).is_file():
-            return candidate
-    return None
+    from xlacc import toolchain
+
+    return toolchain.jaxlib_include()
 
 
 # -- helpers ------------------------------------------------------------------------------------
