@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from xlacc import toolchain
+
 
 def _gpu_visible() -> bool:
     if not shutil.which("nvidia-smi"):
@@ -25,3 +27,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def bare_env(monkeypatch, tmp_path):
+    """No compiler anywhere: an empty PATH, no CUDA variables, no toolkit root, no pip nvcc."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    for var in ("CUDACXX", "CUDA_HOME", "CUDA_PATH", "CXX"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(toolchain, "DEFAULT_CUDA_HOMES", ())
+    monkeypatch.setattr(toolchain, "_pathfinder_binary", lambda name: None)
+    return empty

@@ -330,17 +330,6 @@ def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
     return exited.value.code, capsys.readouterr().err
 
 
-@pytest.fixture
-def no_toolchain(monkeypatch, tmp_path):
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    for var in ("CUDACXX", "CUDA_HOME", "CUDA_PATH", "CXX"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(toolchain, "DEFAULT_CUDA_HOMES", ())
-    monkeypatch.setattr(toolchain, "_pathfinder_binary", lambda name: None)
-
-
 @pytest.mark.parametrize(
     ("name", "text", "message"),
     [
@@ -348,7 +337,7 @@ def no_toolchain(monkeypatch, tmp_path):
         ("k.cc", CPU_SOURCE, "no C++ compiler found"),
     ],
 )
-def test_missing_toolchain_exits_2_with_what_to_install(in_tmp, no_toolchain, monkeypatch, capsys, name, text, message):
+def test_missing_toolchain_exits_2_with_what_to_install(in_tmp, bare_env, monkeypatch, capsys, name, text, message):
     write(in_tmp / name, text)
     code, err = run_main(monkeypatch, capsys, "build", name)
     assert code == 2

@@ -26,19 +26,6 @@ def fake_nvcc(directory: Path, release: str) -> Path:
 
 
 @pytest.fixture
-def bare_env(monkeypatch, tmp_path):
-    """No compiler anywhere: an empty PATH, no CUDA variables, no toolkit root, no pip nvcc."""
-    empty = tmp_path / "empty-bin"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    for var in ("CUDACXX", "CUDA_HOME", "CUDA_PATH", "CXX"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(toolchain, "DEFAULT_CUDA_HOMES", ())
-    monkeypatch.setattr(toolchain, "_pathfinder_binary", lambda name: None)
-    return empty
-
-
-@pytest.fixture
 def fresh_ffi_lookup():
     toolchain._installed_ffi_include.cache_clear()
     yield
