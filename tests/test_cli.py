@@ -81,3 +81,16 @@ def test_refusing_to_overwrite_exits_2_and_keeps_files(tmp_path):
     out = xlacc("new", "op", "--platform", "cpu", cwd=tmp_path)
     assert out.returncode == 2 and "--force" in out.stderr
     assert (tmp_path / "op" / "kernel.cc").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["run-smoke", "--sizes", "abc"], "--sizes takes comma-separated whole numbers"),
+        (["run-smoke"], "not an xlacc project"),
+        (["new", "x", "--dir", "/proc/no/such"], "cannot write"),
+    ],
+)
+def test_bad_values_are_one_line_errors_not_tracebacks(args, fragment, tmp_path):
+    out = xlacc(*args, cwd=tmp_path)
+    assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from xlacc import __version__
-from xlacc.errors import XlaccError
+from xlacc.errors import UsageError, XlaccError
 from xlacc.report import EXIT_USAGE, emit, error_line
 
 app = typer.Typer(
@@ -40,6 +40,15 @@ def _root(
 
 def _split(values: Optional[List[str]]) -> list[str]:
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+def _integers(value: Optional[str], flag: str) -> Optional[list[int]]:
+    if value is None:
+        return None
+    try:
+        return [int(part) for part in _split([value])]
+    except ValueError:
+        raise UsageError(f"{flag} takes comma-separated whole numbers, such as 1,1000,16777216; got {value!r}") from None
 
 
 @app.command()
@@ -136,7 +145,7 @@ def run_smoke(
         smoke.SmokeRequest(
             project=project,
             framework=framework,
-            sizes=[int(s) for s in _split([sizes])] if sizes else None,
+            sizes=_integers(sizes, "--sizes"),
             seed=seed,
             rtol=rtol,
             atol=atol,

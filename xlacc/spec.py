@@ -259,7 +259,7 @@ def find_spec(path: Path) -> Path:
     path = Path(path)
     candidate = path / SPEC_FILE if path.is_dir() else path
     if not candidate.is_file():
-        raise UsageError(f"no {SPEC_FILE} in {path}: run 'xlacc new NAME' first, or name kernel files to build")
+        raise UsageError(f"no {SPEC_FILE} in {path}: not an xlacc project (make one with 'xlacc new NAME')")
     return candidate
 
 
