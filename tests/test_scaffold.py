@@ -133,3 +133,25 @@ def test_generated_code_carries_the_facts(tmp_path):
     assert 'PLATFORM = "CUDA"' in torch_ops and "API_VERSION = API_VERSION_STATUS_RETURNING" in torch_ops
     assert "PyCapsule_New" in torch_ops and "torch.float32" in torch_ops
     assert "const int size" not in kernel  # sizes come from the buffers or backend_config
+
+
+def test_the_wheel_ships_every_template(tmp_path):
+    """Installed from a wheel, xlacc finds its templates inside the package (xlacc/templates)."""
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(root)],
+        capture_output=True,
+        text=True,
+    )
+    if built.returncode != 0 and "hatchling" in built.stderr:
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(root)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    names = set(zipfile.ZipFile(next(tmp_path.glob("xlacc-*.whl"))).namelist())
+    for source in (root / "templates").rglob("*"):
+        if source.is_file():
+            assert f"xlacc/templates/{source.relative_to(root / 'templates').as_posix()}" in names
