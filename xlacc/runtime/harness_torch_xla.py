@@ -154,10 +154,12 @@ class TorchXlaHarness(Harness):
         else:
             self.needs_gpu = True
             self.check("numerics", None, f"not run: torch_xla {self.version} has no CUDA device (PJRT_DEVICE={self.device_type})")
-            self.report(
-                "torch-xla-no-cuda",
-                f"torch_xla {self.version}, PJRT device {self.device_type}: no device here can run a CUDA custom call, so only the lowering was checked",
+            why = (
+                "no device here can run a CUDA custom call"
+                if self.spec.platform == "cuda"
+                else "it cannot register custom-call targets, so its CPU device cannot run this one either"
             )
+            self.report("torch-xla-no-cuda", f"torch_xla {self.version}, PJRT device {self.device_type}: {why}; only the lowering was checked")
         if self.args.bench:
             self.check("bench", None, "--bench times the JAX binding only")
         return self.finish()
