@@ -151,8 +151,8 @@ def bench_large(workdir: Path, copy_limit: float, datasheet: float | None) -> li
     return rows
 
 
-def bench_small(workdir: Path, calls: int = 100) -> list[dict]:
-    import jax
+def small_adds(workdir: Path):
+    """Two 1024-element operands, and XLA's add beside the add template's (ffi, legacy)."""
     import jax.numpy as jnp
 
     x = jnp.ones((1024,), jnp.float32)
@@ -160,6 +160,13 @@ def bench_small(workdir: Path, calls: int = 100) -> list[dict]:
     ops = {"xla native add": lambda a, b: a + b}
     for api in ("ffi", "legacy"):
         ops[f"add template ({api})"] = project(workdir, f"add_{api}", "add", api)
+    return x, y, ops
+
+
+def bench_small(workdir: Path, calls: int = 100) -> list[dict]:
+    import jax
+
+    x, y, ops = small_adds(workdir)
 
     def chain(op):
         def run(a, b):
@@ -178,13 +185,8 @@ def bench_small(workdir: Path, calls: int = 100) -> list[dict]:
 
 def bench_loop(workdir: Path, iterations: int = 1000) -> list[dict]:
     import jax
-    import jax.numpy as jnp
 
-    x = jnp.ones((1024,), jnp.float32)
-    y = jnp.full((1024,), 1e-3, jnp.float32)
-    ops = {"xla native add": lambda a, b: a + b}
-    for api in ("ffi", "legacy"):
-        ops[f"add template ({api})"] = project(workdir, f"add_{api}", "add", api)
+    x, y, ops = small_adds(workdir)
 
     def loop(op):
         return jax.jit(lambda a, b: jax.lax.fori_loop(0, iterations, lambda i, acc: op(acc, b), a))
@@ -200,7 +202,6 @@ def bench_loop(workdir: Path, iterations: int = 1000) -> list[dict]:
 def bench_rmsnorm(workdir: Path, copy_limit: float) -> list[dict]:
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
     rows_out = []
     for dtype, jdtype in (("f32", jnp.float32), ("bf16", jnp.bfloat16)):
