@@ -133,10 +133,9 @@ def _parse_flag_tensor(text: str, op_dtypes: tuple[str, ...], like: str | None) 
 def _parse_flag_attr(text: str) -> Attr:
     """``NAME:TYPE`` or ``NAME:TYPE=DEFAULT``."""
     name, _, rest = text.partition(":")
-    attr_type, _, default = rest.partition("=")
+    declared_type, _, default = rest.partition("=")
     specmod.check_member_name(name.strip(), "attribute name")
-    _choice(attr_type.strip() or "f32", specmod.ATTR_TYPES, "attribute type")
-    attr_type = attr_type.strip() or "f32"
+    attr_type = _choice(declared_type.strip() or "f32", specmod.ATTR_TYPES, "attribute type")
     value: float | int | None = None
     if default.strip():
         try:
