@@ -36,8 +36,10 @@ NVCC_HIDE_SYMBOLS = ("-Xcompiler", "-fvisibility=hidden")
 NVCC_TRAILING_FLAGS = ("-lineinfo",)
 HOST_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC")
 HOST_HIDE_SYMBOLS = ("-fvisibility=hidden",)
-FFI_MARKER = "xla/ffi"  # a source that mentions it needs the FFI headers on the include path
-QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+FFI_MARKERS = (b"xla/ffi", b"xlacc/ffi.h")  # a source that mentions one needs the FFI headers on the include path
+# #include "x.h" or <x.h>: followed into the include folders xlacc knows (for the cache key).
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
+XLACC_INCLUDE = Path(__file__).resolve().parent / "include"  # xlacc/kernel.h, entry.h, ffi.h
 
 # Compiler diagnostics: (pattern, level when the pattern has none). `where` names the location.
 DIAGNOSTICS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -95,6 +97,9 @@ class BuildRequest:
     verbose: bool
     show_progress: bool
     no_ptx: bool = False  # SASS only: a GPU without SASS in the library cannot run it
+    include_dirs: list[Path] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -129,6 +134,14 @@ class Target:
     archs: tuple[str, ...]  # () = auto
     archs_origin: str
     ptx: bool = True  # embed PTX of the highest arch next to the SASS
+    include_dirs: tuple[Path, ...] = ()  # absolute; the compiler also gets xlacc's own headers
+    defines: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    stale_signature: str = ""  # the spec changed after its code was generated: what to run
+
+    @property
+    def search_path(self) -> tuple[Path, ...]:
+        return (XLACC_INCLUDE, *self.include_dirs)
 
 
 @dataclass(frozen=True)
@@ -204,11 +217,15 @@ def _spec_target(
 ) -> Target:
     root = spec.root.resolve()
     sources = tuple(s.resolve() for s in spec.source_paths)
-    for source in sources:
+    if not sources:
+        raise UsageError(f"{root / spec_mod.SPEC_FILE}: [build] names no kernel and no sources: nothing to compile")
+    kernel = root / spec.kernel_file
+    for source in ((kernel,) if spec.build.kernel else ()) + sources:
         if not source.is_file():
-            raise UsageError(f"{source}: no such file (a source of {root / spec_mod.SPEC_FILE})")
+            raise UsageError(f"{source}: no such file (a source of {root / spec_mod.SPEC_FILE}{_regenerate_hint(spec, source)})")
     library = Path(output or spec.library).resolve()
     explicit = archs is not None and len(archs) > 0
+    changes = spec.signature_changes()
     return Target(
         title=spec.name,
         root=root,
@@ -219,10 +236,20 @@ def _spec_target(
         entry_points=tuple(dict.fromkeys(spec.entry_points + tuple(symbols))),
         hide_symbols=True,
         always_ffi=spec.needs_ffi,
-        archs=tuple(archs) if explicit else spec.archs,
+        archs=tuple(archs) if explicit else spec.build.archs,
         archs_origin="--arch" if explicit else f"[build] archs in {spec_mod.SPEC_FILE}",
-        ptx=spec.ptx and ptx,
+        ptx=spec.build.ptx and ptx,
+        # The project root holds the kernel file the generated entry points include.
+        include_dirs=(root, *(root / d for d in spec.build.include_dirs)),
+        defines=spec.build.defines,
+        flags=spec.build.flags,
+        stale_signature=f"{', '.join(changes)} changed in {spec_mod.SPEC_FILE} since xlacc generated the code" if changes else "",
     )
+
+
+def _regenerate_hint(spec: Spec, source: Path) -> str:
+    generated_file = spec.root.resolve() / spec.entry_file
+    return "; `xlacc update` writes it again" if source == generated_file else ""
 
 
 def _request_target(request: BuildRequest) -> Target:
@@ -236,6 +263,8 @@ def _request_target(request: BuildRequest) -> Target:
         if len(paths) > 1:
             raise UsageError("give one project directory, or kernel files (.cu, .cc), not both")
         project = spec_mod.load(directories[0])
+        if request.include_dirs or request.defines or request.flags:
+            raise UsageError("-I, -D and --flag are for kernel files; a project takes them from [build] in its xlacc.toml")
         return _spec_target(project, archs=requested_archs, output=request.output, symbols=tuple(request.symbols), ptx=not request.no_ptx)
     return _files_target(paths, request, requested_archs)
 
@@ -248,6 +277,9 @@ def _files_target(paths: list[Path], request: BuildRequest, archs: tuple[str, ..
     platform = _files_platform(paths, request.platform)
     sources = tuple(p.resolve() for p in paths)
     output = Path(request.output or sources[0].parent / "build" / f"lib{sources[0].stem}.so").resolve()
+    for flag in request.flags:
+        if not spec_mod.FLAG.match(flag):
+            raise UsageError(f"--flag {flag!r}: one compiler argument per --flag, without spaces")
     return Target(
         title=", ".join(p.name for p in paths),
         root=Path.cwd().resolve(),
@@ -255,13 +287,29 @@ def _files_target(paths: list[Path], request: BuildRequest, archs: tuple[str, ..
         output=output,
         cache_file=output.parent / CACHE_FILE,
         platform=platform,
-        entry_points=tuple(dict.fromkeys(request.symbols)),
+        entry_points=tuple(dict.fromkeys(request.symbols or entry_points_in(sources))),
         hide_symbols=False,  # the user's own files did not opt in to hidden visibility
         always_ffi=False,
         archs=archs or (),
         archs_origin="--arch",
         ptx=not request.no_ptx,
+        include_dirs=tuple(Path(d).resolve() for d in request.include_dirs),
+        defines=tuple(request.defines),
+        flags=tuple(request.flags),
     )
+
+
+def entry_points_in(sources: tuple[Path, ...]) -> tuple[str, ...]:
+    """The entry points doctor recognises in the sources: what a plain build verifies without --symbol."""
+    from xlacc.doctor.rules import cxx, source as source_rules
+
+    parsed = []
+    for path in sources:
+        try:
+            parsed.append(cxx.parse(path.name, path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    return tuple(dict.fromkeys(e.symbol for e in source_rules.entry_points(parsed) if not e.internal))
 
 
 def _files_platform(paths: list[Path], requested: str | None) -> str:
@@ -280,6 +328,8 @@ def _files_platform(paths: list[Path], requested: str | None) -> str:
 
 def _build(target: Target, options: Options) -> BuildResult:
     started = time.perf_counter()
+    if target.stale_signature:
+        return _stale_result(target, started)
     plan = _prepare(target, options)
     _clear_leftovers(target.output)
     notes = [f"command (in {target.root}): {shlex.join(plan.command)}"] if options.verbose else []
@@ -296,8 +346,18 @@ def _build(target: Target, options: Options) -> BuildResult:
         target.output, target.entry_points, plan.archs if target.platform == "cuda" else None
     )
     if not target.entry_points:
-        verify_checks.insert(0, Check("symbols", None, "none named: pass --symbol NAME to verify an entry point"))
-    return _result(plan, cached, started, checks + verify_checks, findings + verify_findings, notes)
+        verify_checks.insert(0, Check("symbols", None, "none found in the sources: pass --symbol NAME to verify an entry point"))
+    library = Check("library", True, _display(target.output, Path.cwd().resolve()))
+    return _result(plan, cached, started, checks + [library] + verify_checks, findings + verify_findings, notes)
+
+
+def _stale_result(target: Target, started: float) -> BuildResult:
+    """The spec and the generated code disagree: compiling would build the old signature."""
+    from xlacc.doctor.findings import make
+
+    finding = make("spec-changed", f"{target.root / spec_mod.SPEC_FILE}: {target.stale_signature}")
+    check = Check("spec", False, f"{target.stale_signature}: run `xlacc update`")
+    return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], [finding])
 
 
 @dataclass
@@ -319,7 +379,8 @@ def _compile_step(plan: Plan, options: Options) -> StepResult:
     notes = [f"{plan.compiler.kind} output:\n{outcome.output.rstrip()}"] if shown else []
     if not outcome.ok:
         failure = _compile_failure_check(plan, outcome, messages)
-        return StepResult([failure], [_compile_error_finding(plan, messages, outcome.output)], notes)
+        findings = [_compile_error_finding(plan, messages, outcome.output)] + _link_diagnoses(plan, outcome.output)
+        return StepResult([failure], findings, notes)
     plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
     warnings = [_warnings_finding(plan, messages.warnings)] if messages.warnings else []
     return StepResult([Check("compile", True, f"compiled in {outcome.seconds:.2f} s")], warnings, notes)
@@ -340,7 +401,7 @@ def _result(plan: Plan, cached: bool, started: float, checks, findings, notes) -
 
 def _prepare(target: Target, options: Options) -> Plan:
     """Toolchain, archs, command line and cache key: everything short of compiling."""
-    inputs = read_inputs(target.sources)
+    inputs = read_inputs(target.sources, target.search_path)
     cache = BuildCache.load(target.cache_file)
     checks: list[Check] = []
     if target.platform == "cuda":
@@ -349,7 +410,7 @@ def _prepare(target: Target, options: Options) -> Plan:
         compiler = toolchain.find_host_cxx(versions=cache.compilers)
     checks.append(Check("toolchain", True, compiler.describe()))
     ffi_dir = None
-    if target.always_ffi or any(FFI_MARKER.encode() in data for data in inputs.values()):
+    if target.always_ffi or any(marker in data for data in inputs.values() for marker in FFI_MARKERS):
         ffi_dir = toolchain.ffi_include_dir(options.ffi_include)
         checks.append(Check("ffi headers", True, str(ffi_dir)))
     archs: list[str] = []
@@ -394,23 +455,25 @@ def describe_archs(archs: list[str], ptx: bool = True) -> str:
 
 
 def compile_command(compiler: toolchain.Compiler, target: Target, archs: list[str], ffi_dir: Path | None) -> list[str]:
-    include = ["-I", str(ffi_dir)] if ffi_dir else []
+    include = [arg for d in (*target.search_path, *([ffi_dir] if ffi_dir else [])) for arg in ("-I", _display(d, target.root))]
+    defines = [f"-D{d}" for d in target.defines]
     sources = [_display(s, target.root) for s in target.sources]
     output = ["-o", _display(target.output, target.root)]
     if compiler.kind == "nvcc":
         hide = list(NVCC_HIDE_SYMBOLS) if target.hide_symbols else []
-        flags = [*NVCC_FLAGS, *hide, *gencode_flags(archs, target.ptx), *include, *NVCC_TRAILING_FLAGS]
+        flags = [*NVCC_FLAGS, *hide, *gencode_flags(archs, target.ptx), *include, *defines, *NVCC_TRAILING_FLAGS, *target.flags]
     else:
         hide = list(HOST_HIDE_SYMBOLS) if target.hide_symbols else []
-        flags = [*HOST_FLAGS, *hide, *include]
+        flags = [*HOST_FLAGS, *hide, *include, *defines, *target.flags]
     return [str(compiler.path), *flags, *sources, *output]
 
 
 # -- inputs and the cache -----------------------------------------------------------------------
 
 
-def read_inputs(sources: tuple[Path, ...]) -> dict[Path, bytes]:
-    """The sources and every header they #include "like_this" that sits next to its includer."""
+def read_inputs(sources: tuple[Path, ...], search_path: tuple[Path, ...] = ()) -> dict[Path, bytes]:
+    """The sources and every header they include that sits next to its includer or in one of
+    ``search_path`` (xlacc's headers, the project, its include_dirs): what the cache key covers."""
     inputs: dict[Path, bytes] = {}
     pending = list(sources)
     while pending:
@@ -421,11 +484,11 @@ def read_inputs(sources: tuple[Path, ...]) -> dict[Path, bytes]:
             inputs[path] = path.read_bytes()
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-        text = inputs[path].decode("utf-8", errors="replace")
-        for name in QUOTED_INCLUDE.findall(text):
-            header = (path.parent / name).resolve()
-            if header.is_file() and header not in inputs:
-                pending.append(header)
+        for quote, name in INCLUDE.findall(inputs[path].decode("utf-8", errors="replace")):
+            folders = ((path.parent,) if quote == '"' else ()) + search_path
+            header = next((d / name for d in folders if (d / name).is_file()), None)
+            if header is not None and header.resolve() not in inputs:
+                pending.append(header.resolve())
     return inputs
 
 
@@ -637,6 +700,25 @@ def _compile_error_finding(plan: Plan, messages: CompilerMessages, output: str) 
         fix="fix the lines above; `xlacc build --verbose` shows the command line and the full compiler output",
         likelihood=1.0,
     )
+
+
+# nvcc's own warning, and the link error it leads to: an undefined `void kernel<float>(...)`.
+TEMPLATE_STUB_WARNING = re.compile(r"^.*static-global-template-stub=true.*$", re.MULTILINE)
+UNDEFINED_TEMPLATE = re.compile(r"^.*undefined reference to `(?:void )?[\w:]+<[^`\n]{1,200}>\([^`\n]{0,300}\)'.*$", re.MULTILINE)
+
+
+def _link_diagnoses(plan: Plan, output: str) -> list[Finding]:
+    """A failed link that CUDA 13's default -static-global-template-stub=true explains."""
+    from xlacc.doctor.findings import make
+
+    if plan.compiler.kind != "nvcc" or "-static-global-template-stub=false" in plan.command:
+        return []
+    warned = [m.group(0).strip() for m in TEMPLATE_STUB_WARNING.finditer(output)]
+    undefined = [m.group(0).strip() for m in UNDEFINED_TEMPLATE.finditer(output)]
+    if not undefined:
+        return []
+    # Without nvcc's warning (suppressed, say) an undefined template may have other causes.
+    return [make("template-stub-link", "\n".join((warned + undefined)[:4]), likelihood=0.95 if warned else 0.6)]
 
 
 def _warnings_finding(plan: Plan, warnings: list[str]) -> Finding:

@@ -22,6 +22,7 @@ class SpecError(UsageError):
         super().__init__(f"{path}: [{key}] {message}")
         self.path = path
         self.key = key
+        self.message = message
 
 
 class ToolchainMissing(UsageError):

@@ -1,24 +1,25 @@
-"""`xlacc new`: render a template into a project directory.
+"""`xlacc new`: render a template into a project.
 
 A template is a folder under ``templates/`` with a ``template.toml`` (its description and default
 signature) and Jinja files; the files every project shares live in ``templates/_common/project``.
-Which file is written when is the table ``PROJECT_FILES``.
+Which file is written, and whose it is, is the table ``PROJECT_FILES``: the user's files hold the
+user's code (the kernel, the reference, the tests, the spec); xlacc's are regenerated from the spec
+by ``xlacc update``. Every file's text as written is recorded (``xlacc.generated``), so that neither
+``new --force`` nor ``update`` ever loses an edit.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from xlacc import __version__
+from xlacc import __version__, generated
 from xlacc import spec as specmod
-from xlacc.errors import UsageError
+from xlacc.errors import SpecError, UsageError
 from xlacc.report import Check, Report
-from xlacc.spec import Attr, Spec, Tensor
+from xlacc.spec import Spec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,23 +27,36 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 COMMON = "_common"
+USER = "yours"
+XLACC = "xlacc's"
 
 
 @dataclass(frozen=True)
 class ProjectFile:
-    source: str  # template path; "{template}" is the chosen template's folder
-    output: str  # path in the project; "{name}" is the op's name
+    source: str  # template path; "{template}" is the chosen template's folder, "{suffix}" .cu or .cc
+    output: str  # path in the project; "{name}", "{package}", "{kernel}", "{entry}" from the spec
+    owner: str  # USER: the user's code, merged on update; XLACC: regenerated from the spec
+    role: str
     wanted: Callable[[Spec], bool] = lambda spec: True
+
+    def path(self, spec: Spec) -> str:
+        return self.output.format(name=spec.name, package=spec.package, kernel=spec.kernel_file, entry=spec.entry_file)
 
 
 PROJECT_FILES: tuple[ProjectFile, ...] = (
-    ProjectFile("_common/project/xlacc.toml.j2", "xlacc.toml"),
-    ProjectFile("{template}/kernel.cu.j2", "kernel.cu", lambda s: s.platform == "cuda"),
-    ProjectFile("{template}/kernel.cc.j2", "kernel.cc", lambda s: s.platform == "cpu"),
-    ProjectFile("{template}/reference.py.j2", "reference.py"),
-    ProjectFile("_common/project/jax_ops.py.j2", "jax_ops.py", lambda s: "jax" in s.frameworks),
-    ProjectFile("_common/project/torch_xla_ops.py.j2", "torch_xla_ops.py", lambda s: "torch-xla" in s.frameworks),
-    ProjectFile("_common/project/test_op.py.j2", "test_{name}.py"),
+    ProjectFile("_common/project/xlacc.toml.j2", specmod.SPEC_FILE, USER, "the op: its signature and build settings"),
+    ProjectFile("{template}/kernel{suffix}.j2", "{kernel}", USER, "the kernel and its launch function"),
+    ProjectFile("{template}/reference.py.j2", "{package}/reference.py", USER, "what the op computes, and example inputs"),
+    ProjectFile("_common/project/test_op.py.j2", "test_{name}.py", USER, "tests against the reference"),
+    ProjectFile("_common/project/entry_points.j2", "{entry}", XLACC, "the entry points XLA calls; include the kernel"),
+    ProjectFile("_common/project/init.py.j2", "{package}/__init__.py", XLACC, "the package: library path, dtypes"),
+    ProjectFile("_common/project/testing.py.j2", "{package}/testing.py", XLACC, "test data and tolerances"),
+    ProjectFile("_common/project/jax.py.j2", "{package}/jax.py", XLACC, "JAX bindings (jax.ffi)", lambda s: "jax" in s.frameworks),
+    ProjectFile(
+        "_common/project/torch.py.j2", "{package}/torch.py", XLACC, "PyTorch bindings (torch_xla)", lambda s: "torch-xla" in s.frameworks
+    ),
+    ProjectFile("_common/project/pyproject.toml.j2", "pyproject.toml", XLACC, "`pip install --no-build-isolation .`"),
+    ProjectFile("_common/project/gitignore.j2", ".gitignore", XLACC, "build outputs"),
 )
 
 
@@ -86,14 +100,14 @@ def available_templates() -> dict[str, dict[str, Any]]:
     }
 
 
-def _template_meta(name: str) -> dict[str, Any]:
+def template_meta(name: str) -> dict[str, Any]:
     templates = available_templates()
     if name not in templates:
         raise UsageError(f"unknown template {name!r}; available: {', '.join(templates)}")
     return templates[name]
 
 
-# -- the spec of a new project ---------------------------------------------------------------
+# -- the spec of a new project: flags -> the same table xlacc.toml holds -> spec.from_dict ------
 
 
 def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
@@ -102,89 +116,82 @@ def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
     return value
 
 
-def _dtypes(values: list[str], default: list[str]) -> tuple[str, ...]:
-    dtypes = tuple(dict.fromkeys(values or default))
-    for d in dtypes:
-        _choice(d, specmod.DTYPES, "dtype")
-    return dtypes
-
-
-def _tensor_dtypes(declared: str | None, op_dtypes: tuple[str, ...]) -> tuple[str, ...]:
-    """A template or flag names a concrete dtype, or "T" (or nothing): the op's element type(s)."""
-    if declared in (None, "", "T"):
-        return op_dtypes
-    return (_choice(declared, specmod.DTYPES, "dtype"),)
-
-
-def _tensor_from_meta(raw: dict[str, Any], op_dtypes: tuple[str, ...], is_output: bool) -> Tensor:
-    shape = raw.get("shape")
-    like = shape if isinstance(shape, str) else None
-    dims = tuple(shape) if isinstance(shape, list) else None
-    return Tensor(raw["name"], _tensor_dtypes(raw.get("dtype"), op_dtypes), None if is_output and like else dims, like)
-
-
-def _parse_flag_tensor(text: str, op_dtypes: tuple[str, ...], like: str | None) -> Tensor:
-    """``NAME`` or ``NAME:DTYPE`` (DTYPE "T" = the op's element type)."""
+def _flag_tensor(text: str, flag: str) -> dict[str, Any]:
+    """``--input NAME`` or ``NAME:DTYPE`` (DTYPE "T" or nothing: the op's element type)."""
     name, _, dtype = text.partition(":")
-    specmod.check_member_name(name.strip(), "tensor name")
-    return Tensor(name.strip(), _tensor_dtypes(dtype.strip() or None, op_dtypes), None, like)
+    entry: dict[str, Any] = {"name": name.strip()}
+    if dtype.strip() not in ("", "T"):
+        entry["dtype"] = dtype.strip()
+    return entry
 
 
-def _parse_flag_attr(text: str) -> Attr:
-    """``NAME:TYPE`` or ``NAME:TYPE=DEFAULT``."""
+def _flag_attr(text: str) -> dict[str, Any]:
+    """``--attr NAME:TYPE`` or ``NAME:TYPE=DEFAULT``."""
     name, _, rest = text.partition(":")
-    declared_type, _, default = rest.partition("=")
-    specmod.check_member_name(name.strip(), "attribute name")
-    attr_type = _choice(declared_type.strip() or "f32", specmod.ATTR_TYPES, "attribute type")
-    value: float | int | None = None
+    attr_type, _, default = rest.partition("=")
+    entry: dict[str, Any] = {"name": name.strip(), "type": attr_type.strip() or "f32"}
     if default.strip():
         try:
-            value = int(default) if attr_type.startswith("i") else float(default)
+            entry["default"] = int(default) if entry["type"].startswith("i") else float(default)
         except ValueError:
-            raise UsageError(f"invalid default {default!r} for attribute {name}: expected a {attr_type} number") from None
-    return Attr(name.strip(), attr_type, value)
+            raise UsageError(f"invalid --attr {text!r}: the default must be a {entry['type']} number") from None
+    return entry
 
 
-def _signature(request: NewRequest, meta: dict[str, Any], op_dtypes: tuple[str, ...]):
+def _signature(request: NewRequest, meta: dict[str, Any]) -> tuple[list[dict], list[dict], list[dict]]:
+    """Inputs, outputs and attributes as xlacc.toml tables, from the flags or the template."""
     if request.inputs or request.outputs or request.attrs:
         if request.template != "blank":
             raise UsageError("--input/--output/--attr shape the 'blank' template only; the others have a fixed signature")
-        inputs = tuple(_parse_flag_tensor(t, op_dtypes, None) for t in request.inputs or ["x"])
-        outputs = tuple(_parse_flag_tensor(t, op_dtypes, inputs[0].name) for t in request.outputs or ["y"])
-        attrs = tuple(_parse_flag_attr(a) for a in request.attrs)
-        return inputs, outputs, attrs
-    inputs = tuple(_tensor_from_meta(t, op_dtypes, False) for t in meta.get("inputs", []))
-    outputs = tuple(_tensor_from_meta(t, op_dtypes, True) for t in meta.get("outputs", []))
-    attrs = tuple(Attr(a["name"], a["type"], a.get("default")) for a in meta.get("attrs", []))
-    return inputs, outputs, attrs
+        inputs = [_flag_tensor(t, "--input") for t in request.inputs or ["x"]]
+        outputs = [{**_flag_tensor(t, "--output"), "shape": inputs[0]["name"]} for t in request.outputs or ["y"]]
+        return inputs, outputs, [_flag_attr(a) for a in request.attrs]
+    return [dict(t) for t in meta.get("inputs", [])], [dict(t) for t in meta.get("outputs", [])], [dict(a) for a in meta.get("attrs", [])]
 
 
 def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     """Validate the request and build the project's Spec (nothing is written)."""
-    name = specmod.check_identifier(request.name, "name")
-    meta = _template_meta(request.template)
+    specmod.check_op_name(request.name)
+    meta = template_meta(request.template)
     platform = _choice(request.platform, specmod.PLATFORMS, "platform")
     if platform not in meta.get("platforms", specmod.PLATFORMS):
         raise UsageError(f"template {request.template!r} supports --platform {', '.join(meta['platforms'])} only")
-    api = _choice(request.api, specmod.APIS, "api")
-    frameworks = tuple(_choice(f, specmod.FRAMEWORKS, "framework") for f in (request.frameworks or ["jax"]))
-    op_dtypes = _dtypes(request.dtypes, meta.get("dtypes", ["f32"]))
-    inputs, outputs, attrs = _signature(request, meta, op_dtypes)
-    directory = Path(request.directory) if request.directory else Path(name)
-    spec = Spec(
-        name=name,
-        target=specmod.check_target(request.target or name),
-        template=request.template,
-        platform=platform,
-        api=api,
-        frameworks=frameworks,
-        inputs=inputs,
-        outputs=outputs,
-        attrs=attrs,
-        sources=("kernel.cu" if platform == "cuda" else "kernel.cc",),
-        root=directory.resolve(),
-    )
+    op_dtypes = list(dict.fromkeys(request.dtypes or meta.get("dtypes", ["f32"])))
+    for d in op_dtypes:
+        _choice(d, specmod.DTYPES, "dtype")
+    inputs, outputs, attrs = _signature(request, meta)
+    for tensor in inputs + outputs:
+        tensor.setdefault("dtype", op_dtypes if len(op_dtypes) > 1 else op_dtypes[0])
+        if tensor["dtype"] == "T":
+            tensor["dtype"] = op_dtypes if len(op_dtypes) > 1 else op_dtypes[0]
+    directory = Path(request.directory) if request.directory else Path(request.name)
+    raw = {
+        "op": {
+            "name": request.name,
+            "target": request.target or request.name,
+            "template": request.template,
+            "platform": platform,
+            "api": _choice(request.api, specmod.APIS, "api"),
+            "frameworks": list(request.frameworks or ["jax"]),
+        },
+        "inputs": inputs,
+        "outputs": outputs,
+        "attrs": attrs,
+        "build": {"kernel": f"kernel{'.cu' if platform == 'cuda' else '.cc'}"},
+    }
+    try:
+        spec = specmod.from_dict(raw, directory.resolve() / specmod.SPEC_FILE)
+    except SpecError as exc:
+        raise UsageError(f"{_flag_for(exc.key)}: {exc.message}") from None
     return spec, meta
+
+
+def _flag_for(key: str) -> str:
+    """The command-line flag a spec key came from, for error messages."""
+    for prefix, flag in (("inputs", "--input"), ("outputs", "--output"), ("attrs", "--attr"), ("op.target", "--target")):
+        if key.startswith(prefix):
+            return flag
+    return {"op.name": "NAME", "op.platform": "--platform", "op.api": "--api", "op.frameworks": "--framework"}.get(key, key)
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -197,82 +204,79 @@ def _environment():
         loader=jinja2.FileSystemLoader(str(templates_root())),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
-        trim_blocks=False,
-        lstrip_blocks=False,
         autoescape=False,
     )
+
+
+def files_for(spec: Spec) -> list[tuple[ProjectFile, str]]:
+    """The project files the spec calls for, with their paths."""
+    return [(entry, entry.path(spec)) for entry in PROJECT_FILES if entry.wanted(spec)]
+
+
+def owner_of(spec: Spec, path: str) -> str:
+    return next((entry.owner for entry, p in files_for(spec) if p == path), USER)
 
 
 def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
     """Project-relative path -> file text, for every file the spec calls for."""
     env = _environment()
+    vmap_method = meta.get("vmap_method", "sequential") if spec.api == "ffi" else "sequential"
+    vmap_reason = meta.get("vmap_reason", vmap_method) if spec.api == "ffi" else (
+        "sequential: backend_config holds the unbatched shapes, so a batched call runs one example at a time"
+    )
     context = {
         "spec": spec,
-        "template_meta": {"vmap_method": "sequential", **meta},
+        "template_meta": meta,
         "dtype_info": specmod.DTYPE_INFO,
         "dtypes": specmod.DTYPES,
+        "tolerances": specmod.TOLERANCES,
         "version": __version__,
+        "vmap_method": vmap_method,
+        "vmap_reason": vmap_reason,
     }
     files = {}
-    for entry in PROJECT_FILES:
-        if entry.wanted(spec):
-            source = entry.source.format(template=spec.template)
-            files[entry.output.format(name=spec.name)] = env.get_template(source).render(context)
+    for entry, path in files_for(spec):
+        source = entry.source.format(template=spec.template, suffix=spec.suffix)
+        files[path] = env.get_template(source).render(context)
     _self_check(spec, files)
     return files
 
 
 def _self_check(spec: Spec, files: dict[str, str]) -> None:
     """A generated project must read back as the same spec and hold valid Python."""
-    reread = specmod.from_dict(tomllib.loads(files["xlacc.toml"]), spec.root / specmod.SPEC_FILE)
-    if replace(reread, root=spec.root) != spec:
+    reread = specmod.from_dict(tomllib.loads(files[specmod.SPEC_FILE]), spec.root / specmod.SPEC_FILE)
+    if reread != spec:
         raise AssertionError(f"template bug: xlacc.toml does not read back as the spec ({reread} != {spec})")
     for path, text in files.items():
         if path.endswith(".py"):
             compile(text, path, "exec")
 
 
-# -- writing ----------------------------------------------------------------------------------------
-
-
-def _refuse_overwrite(directory: Path) -> None:
-    if directory.exists() and not directory.is_dir():
-        raise UsageError(f"{directory} exists and is not a directory; nothing was written")
-    if directory.is_dir() and any(directory.iterdir()):
-        raise UsageError(f"{directory} is not empty; nothing was written (use --force to overwrite xlacc's files there)")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+# -- xlacc new ------------------------------------------------------------------------------------
 
 
 def create(request: NewRequest) -> Report:
     spec, meta = spec_for(request)
     files = render(spec, meta)
+    files[specmod.SPEC_FILE] = generated.with_record(files[specmod.SPEC_FILE], spec, files)
     directory = spec.root
-    if not request.force and not request.dry_run:
-        _refuse_overwrite(directory)
+    shown = Path(request.directory or spec.name)
+    plan = generated.plan_new(directory, files, force=request.force)
     verb = "would write" if request.dry_run else "wrote"
     report = Report(title=f"xlacc new {spec.name} (template {spec.template}, {spec.platform}, {spec.api}, {', '.join(spec.frameworks)})")
-    for relative, text in files.items():
-        path = directory / relative
-        existed = path.exists()
-        if not request.dry_run:
-            _write_atomically(path, text)
-        action = f"{verb} (overwrote)" if existed and request.force else verb
-        report.add(Check(str(Path(request.directory or spec.name) / relative), True, f"{action}, {len(text.splitlines())} lines"))
-    report.data.update({"project": str(directory), "files": list(files), "dry_run": request.dry_run})
     if not request.dry_run:
-        report.notes.append(f"next: cd {Path(request.directory or spec.name)} && xlacc build && xlacc run-smoke")
+        generated.apply(directory, plan)
+    for path, text in files.items():
+        what = plan.actions[path]
+        detail = f"{owner_of(spec, path)}: {_role(spec, path)}; {verb}{what.suffix(request.dry_run)}, {len(text.splitlines())} lines"
+        report.add(Check(str(shown / path), True, detail))
+    report.data.update({"project": str(directory), "files": list(files), "dry_run": request.dry_run, "backups": plan.backups_json()})
+    if plan.backups:
+        report.notes.append(f"your edited files were kept in {shown / plan.backup_dir}")
+    if not request.dry_run:
+        report.notes.append(f"next: cd {shown} && xlacc build && xlacc run-smoke")
     return report
+
+
+def _role(spec: Spec, path: str) -> str:
+    return next((entry.role for entry, p in files_for(spec) if p == path), "")

@@ -1,12 +1,18 @@
 """The ``xlacc.toml`` model: one file per project describes one custom call.
 
-Everything xlacc derives (symbol names, api_version numbers, platform strings) is derived here,
-once, so templates, build, smoke and doctor can never disagree about them.
+Everything xlacc derives (symbol names, api_version numbers, platform strings, file names) is
+derived here, once, so templates, build, smoke and doctor can never disagree about them. This is
+also the one validator of names, dtypes and choices: ``xlacc new`` builds its spec through
+:func:`from_dict` like a file read from disk.
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import json
 import keyword
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -28,16 +34,29 @@ PLATFORMS = ("cuda", "cpu")
 APIS = ("ffi", "legacy")
 FRAMEWORKS = ("jax", "torch-xla")
 
-# C++ types, FFI DataType names, NumPy and torch dtype names for each spec dtype.
+# Per spec dtype: the C++ type in a kernel (xlacc/kernel.h), the xlacc::DType and FFI DataType
+# names, the NumPy and torch dtype names, and the element size. Templates render from this table.
 DTYPE_INFO: dict[str, dict[str, str]] = {
-    "f16": {"c": "__half", "cpu_c": "_Float16", "ffi": "F16", "numpy": "float16", "torch": "float16", "bytes": "2"},
-    "bf16": {"c": "__nv_bfloat16", "cpu_c": "__bf16", "ffi": "BF16", "numpy": "bfloat16", "torch": "bfloat16", "bytes": "2"},
-    "f32": {"c": "float", "cpu_c": "float", "ffi": "F32", "numpy": "float32", "torch": "float32", "bytes": "4"},
-    "f64": {"c": "double", "cpu_c": "double", "ffi": "F64", "numpy": "float64", "torch": "float64", "bytes": "8"},
-    "i32": {"c": "int32_t", "cpu_c": "int32_t", "ffi": "S32", "numpy": "int32", "torch": "int32", "bytes": "4"},
-    "i64": {"c": "int64_t", "cpu_c": "int64_t", "ffi": "S64", "numpy": "int64", "torch": "int64", "bytes": "8"},
+    "f16": {"c": "xlacc::f16_t", "enum": "F16", "ffi": "F16", "numpy": "float16", "torch": "float16", "bytes": "2"},
+    "bf16": {"c": "xlacc::bf16_t", "enum": "BF16", "ffi": "BF16", "numpy": "bfloat16", "torch": "bfloat16", "bytes": "2"},
+    "f32": {"c": "float", "enum": "F32", "ffi": "F32", "numpy": "float32", "torch": "float32", "bytes": "4"},
+    "f64": {"c": "double", "enum": "F64", "ffi": "F64", "numpy": "float64", "torch": "float64", "bytes": "8"},
+    "i32": {"c": "int32_t", "enum": "S32", "ffi": "S32", "numpy": "int32", "torch": "int32", "bytes": "4"},
+    "i64": {"c": "int64_t", "enum": "S64", "ffi": "S64", "numpy": "int64", "torch": "int64", "bytes": "8"},
 }
 ATTR_C_TYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t"}
+# (rtol, atol) by dtype: the generated tests and `xlacc run-smoke` compare with this one table.
+# An element passes when |out - ref| <= atol + rtol * |ref|, the reference computed in float64:
+# half types are loose (about 5 and 2.5 ulps), float32 allows the rounding of a reduction, float64
+# only the order of operations, integers nothing.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "f16": (5e-3, 1e-3),
+    "bf16": (2e-2, 1e-2),
+    "f32": (1e-5, 1e-6),
+    "f64": (1e-12, 1e-14),
+    "i32": (0.0, 0.0),
+    "i64": (0.0, 0.0),
+}
 
 # HLO CustomCallApiVersion values (the 7th argument of torch_xla's _xla_custom_call, and
 # jax.ffi.ffi_call's custom_call_api_version).
@@ -48,8 +67,8 @@ HLO_API_TYPED_FFI = 4
 JAX_REGISTER_LEGACY = 0
 JAX_REGISTER_FFI = 1
 
-# Reserved words of C, C++ and Python: a name that is one of them cannot become a symbol or a
-# Python function. Listed by hand because no standard library module knows the C/C++ ones.
+# Reserved words of C and C++: a name that is one of them cannot become a symbol. Listed by hand
+# because no standard library module knows them (Python's come from `keyword`).
 C_CPP_KEYWORDS = frozenset(
     """
     alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
@@ -63,20 +82,17 @@ C_CPP_KEYWORDS = frozenset(
     _Static_assert _Thread_local main
     """.split()
 )
-# Names the generated code itself uses: an operand or attribute named like one would shadow it.
-GENERATED_NAMES = frozenset(
-    """
-    T stream ins outs status op_dtype config result elements blocks launched xlacc ffi std
-    xp np jnp jax torch torch_xla ctypes os Path math rng size dtype operands attrs parts name
-    results call outputs library register last_error backend_config reference example_inputs
-    """.split()
+# The op's name becomes a Python package: it must not hide a module the project imports.
+IMPORTED_PACKAGES = frozenset(
+    "jax jaxlib torch torch_xla torchax numpy ml_dtypes xlacc pytest hatchling typing_extensions".split()
 )
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 TARGET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,126}$")
 ARCH = re.compile(r"^sm_(\d{2,3})a?$")
+FLAG = re.compile(r"^[^\s]+$")  # one compiler argument; the command runs without a shell
 
 
-def check_identifier(name: str, what: str = "name") -> str:
+def check_identifier(name: Any, what: str = "name") -> str:
     """Return ``name`` if it can be a C/C++ symbol and a Python identifier; raise otherwise.
 
     Names go into generated C++ and Python source, so this is the guard against injection.
@@ -87,32 +103,47 @@ def check_identifier(name: str, what: str = "name") -> str:
         )
     if name.startswith("__") or re.match(r"^_[A-Z]", name):
         raise UsageError(f"invalid {what} {name!r}: names starting with '__' or '_' and a capital are reserved in C and C++")
+    if name.endswith("_t"):
+        raise UsageError(f"invalid {what} {name!r}: names ending in '_t' are reserved for C types (int64_t, size_t, ...)")
     if name in C_CPP_KEYWORDS or keyword.iskeyword(name) or keyword.issoftkeyword(name):
         raise UsageError(f"invalid {what} {name!r}: it is a C, C++ or Python keyword")
     return name
 
 
-def check_member_name(name: str, what: str) -> str:
+def check_op_name(name: Any) -> str:
+    """The op's name: an identifier that can also name a Python package next to jax and torch."""
+    check_identifier(name, "name")
+    if name in IMPORTED_PACKAGES or name in sys.stdlib_module_names:
+        raise UsageError(f"invalid name {name!r}: the op's Python package would hide the module {name!r}; pick another name")
+    return name
+
+
+def check_member_name(name: Any, what: str) -> str:
     """An operand, result or attribute name: an identifier the generated code does not use itself."""
     check_identifier(name, what)
-    if name in GENERATED_NAMES:
+    from xlacc import names
+
+    if name in names.generated_identifiers():
         raise UsageError(f"invalid {what} {name!r}: the generated code uses that name itself; pick another")
     return name
 
 
-def check_target(target: str) -> str:
+def check_target(target: Any) -> str:
     if not isinstance(target, str) or not TARGET_NAME.match(target):
-        raise UsageError(
-            f"invalid target {target!r}: use letters, digits, '_' and '.', starting with a letter or '_'"
-        )
+        raise UsageError(f"invalid target {target!r}: use letters, digits, '_' and '.', starting with a letter or '_'")
     return target
 
 
-def parse_archs(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+def parse_archs(value: Any) -> tuple[str, ...]:
     """``"auto"`` -> ``()``; ``"sm_80,sm_90"`` or a list -> validated ``("sm_80", "sm_90")``."""
     if value == "auto" or value == ["auto"]:
         return ()
-    items = value.split(",") if isinstance(value, str) else list(value)
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise UsageError(f"invalid GPU archs {value!r}: use \"auto\" or a list such as [\"sm_80\", \"sm_90\"]")
     archs = []
     for item in items:
         arch = str(item).strip()
@@ -121,7 +152,19 @@ def parse_archs(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
         if not ARCH.match(arch):
             raise UsageError(f"invalid GPU arch {item!r}: use sm_XY such as sm_80 or sm_90a, or 'auto'")
         archs.append(arch)
+    if not archs:
+        raise UsageError("no GPU arch given: use sm_XY such as sm_80 or sm_90a, or 'auto'")
     return tuple(archs)
+
+
+def finite_number(value: Any, what: str, integer: bool = False) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"invalid {what} {value!r}: must be a number")
+    if integer and not isinstance(value, int):
+        raise UsageError(f"invalid {what} {value!r}: must be a whole number")
+    if not math.isfinite(value):
+        raise UsageError(f"invalid {what} {value!r}: must be a finite number")
+    return value
 
 
 @dataclass(frozen=True)
@@ -154,6 +197,30 @@ class Attr:
 
 
 @dataclass(frozen=True)
+class Build:
+    """``[build]``: how the library is compiled."""
+
+    kernel: str = ""  # the file holding NAME_launch<T>(); the generated entry points include it
+    sources: tuple[str, ...] = ()  # further files compiled and linked with it
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()  # extra arguments for the compiler (nvcc, or the host compiler)
+    archs: tuple[str, ...] = ()  # () = auto
+    ptx: bool = True  # also embed PTX of the highest arch, JIT-compiled on newer GPUs
+    output: str = ""  # default: NAME/libNAME.so
+
+
+@dataclass(frozen=True)
+class Generated:
+    """``[generated]``: what xlacc wrote, so that later runs tell the user's edits from its own."""
+
+    xlacc: str
+    template: str
+    signature: str  # digest of the spec fields the generated code depends on
+    files: dict[str, str] = field(default_factory=dict)  # project path -> sha256 of the text written
+
+
+@dataclass(frozen=True)
 class Spec:
     name: str
     target: str
@@ -164,11 +231,9 @@ class Spec:
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]
     attrs: tuple[Attr, ...] = ()
-    archs: tuple[str, ...] = ()  # () = auto
-    ptx: bool = True  # also embed PTX of the highest arch, JIT-compiled on newer GPUs
-    reference: str = "reference.py:reference"
-    sources: tuple[str, ...] = ()
-    output: str = ""
+    build: Build = Build()
+    reference: str = ""  # FILE:FUNCTION; default NAME/reference.py:reference
+    generated: Generated | None = field(default=None, compare=False)
     root: Path = field(default=Path("."), compare=False)
 
     # -- derived names --------------------------------------------------------------------------
@@ -218,17 +283,47 @@ class Spec:
     def jax_platform(self) -> str:
         return "CUDA" if self.platform == "cuda" else "cpu"
 
+    # -- files ----------------------------------------------------------------------------------
+    @property
+    def suffix(self) -> str:
+        return ".cu" if self.platform == "cuda" else ".cc"
+
     @property
     def kernel_file(self) -> str:
-        return "kernel.cu" if self.platform == "cuda" else "kernel.cc"
+        """The user's file with NAME_launch<T>()."""
+        return self.build.kernel or f"kernel{self.suffix}"
+
+    @property
+    def package(self) -> str:
+        """The Python package of the op, relative to the project root."""
+        return self.name
+
+    @property
+    def entry_file(self) -> str:
+        """xlacc's file with the entry points XLA calls; it includes the kernel file."""
+        return f"{self.package}/_entry_points{self.suffix}"
+
+    @property
+    def compiled_files(self) -> tuple[str, ...]:
+        """What the compiler is given: the entry points (which include the kernel) and any further
+        sources; a project without a kernel file brings its own entry points in ``sources``."""
+        return ((self.entry_file,) if self.build.kernel else ()) + self.build.sources
 
     @property
     def source_paths(self) -> list[Path]:
-        return [self.root / s for s in (self.sources or (self.kernel_file,))]
+        return [self.root / s for s in self.compiled_files]
 
     @property
     def library(self) -> Path:
-        return self.root / (self.output or f"build/lib{self.name}.so")
+        return self.root / (self.build.output or f"{self.package}/lib{self.name}.so")
+
+    @property
+    def reference_file(self) -> str:
+        return (self.reference or f"{self.package}/reference.py:reference").partition(":")[0]
+
+    @property
+    def reference_function(self) -> str:
+        return (self.reference or "x:reference").partition(":")[2] or "reference"
 
     @property
     def generic_dtypes(self) -> tuple[str, ...]:
@@ -250,8 +345,44 @@ class Spec:
     def input(self, name: str) -> Tensor:
         return next(t for t in self.inputs if t.name == name)
 
+    @property
+    def signature_digest(self) -> str:
+        """A digest of everything the generated code is made from (not build settings)."""
+        fields = {
+            "name": self.name,
+            "target": self.target,
+            "template": self.template,
+            "platform": self.platform,
+            "api": self.api,
+            "frameworks": self.frameworks,
+            "inputs": [[t.name, t.dtypes, t.shape, t.like] for t in self.inputs],
+            "outputs": [[t.name, t.dtypes, t.shape, t.like] for t in self.outputs],
+            "attrs": [[a.name, a.type, a.default] for a in self.attrs],
+            "kernel": self.kernel_file,
+        }
+        return "sha256:" + hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+    def signature_changes(self) -> list[str]:
+        """What changed in the signature since xlacc generated the code (empty: nothing, or the
+        project records no generation)."""
+        if self.generated is None or self.generated.signature == self.signature_digest:
+            return []
+        return ["the op's signature (name, target, platform, api, frameworks, inputs, outputs, attrs or kernel)"]
+
 
 # -- loading ------------------------------------------------------------------------------------
+
+# Every key each table may hold; anything else is a mistake worth naming (a misspelt key would
+# otherwise be ignored silently).
+KNOWN_KEYS: dict[str, tuple[str, ...]] = {
+    "": ("op", "inputs", "outputs", "attrs", "build", "generated"),
+    "op": ("name", "target", "template", "platform", "api", "frameworks", "reference"),
+    "inputs": ("name", "dtype", "shape"),
+    "outputs": ("name", "dtype", "shape"),
+    "attrs": ("name", "type", "default"),
+    "build": ("kernel", "sources", "include_dirs", "defines", "flags", "archs", "ptx", "output"),
+    "generated": ("xlacc", "template", "signature", "files"),
+}
 
 
 def find_spec(path: Path) -> Path:
@@ -263,51 +394,57 @@ def find_spec(path: Path) -> Path:
     return candidate
 
 
-def load(path: Path) -> Spec:
-    spec_path = find_spec(path)
+def read_toml(spec_path: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(spec_path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(spec_path, "toml", f"not valid TOML: {exc}") from None
+        text = spec_path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read {spec_path}: {exc.strerror}") from None
-    return from_dict(raw, spec_path)
+    except UnicodeDecodeError as exc:
+        raise SpecError(spec_path, "toml", f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(spec_path, "toml", f"not valid TOML: {exc}") from None
+
+
+def load(path: Path) -> Spec:
+    spec_path = find_spec(path)
+    return from_dict(read_toml(spec_path), spec_path)
 
 
 def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
     reader = _Reader(spec_path)
-    op = reader.table(raw, "op")
-    name = reader.identifier(op, "op.name")
-    frameworks = tuple(reader.choices(op, "op.frameworks", FRAMEWORKS, default=["jax"]))
+    reader.known_keys(raw, "")
+    op = reader.table(raw, "op", required=True)
+    name = reader.get(op, "op.name", check_op_name)
     inputs = tuple(reader.tensor(t, f"inputs[{i}]", is_output=False) for i, t in enumerate(reader.array(raw, "inputs")))
     outputs = tuple(reader.tensor(t, f"outputs[{i}]", is_output=True) for i, t in enumerate(reader.array(raw, "outputs")))
-    attrs = tuple(reader.attr(a, f"attrs[{i}]") for i, a in enumerate(raw.get("attrs", [])))
-    build = raw.get("build", {})
-    if not isinstance(build, dict):
-        raise SpecError(spec_path, "build", "must be a table")
+    attrs = tuple(reader.attr(a, f"attrs[{i}]") for i, a in enumerate(reader.array(raw, "attrs", required=False)))
     spec = Spec(
         name=name,
-        target=reader.target(op.get("target", name)),
-        template=str(op.get("template", "blank")),
+        target=reader.get(op, "op.target", check_target, default=name),
+        template=reader.string(op, "op.template", default="blank"),
         platform=reader.choice(op, "op.platform", PLATFORMS, default="cuda"),
         api=reader.choice(op, "op.api", APIS, default="ffi"),
-        frameworks=frameworks,
+        frameworks=reader.choices(op, "op.frameworks", FRAMEWORKS, default=["jax"]),
         inputs=inputs,
         outputs=outputs,
         attrs=attrs,
-        archs=reader.archs(build.get("archs", "auto")),
-        ptx=reader.boolean(build, "build.ptx", default=True),
-        reference=str(op.get("reference", "reference.py:reference")),
-        sources=tuple(str(s) for s in build.get("sources", ())),
-        output=str(build.get("output", "")),
+        build=reader.build(reader.table(raw, "build")),
+        reference=reader.string(op, "op.reference", default=""),
+        generated=reader.generated(raw),
         root=spec_path.parent,
     )
     reader.cross_check(spec)
     return spec
 
 
+def spec_error(path: Path, key: str, exc: UsageError) -> SpecError:
+    return SpecError(path, key, str(exc))
+
+
 class _Reader:
-    """Reads one key at a time and raises a SpecError naming it."""
+    """Reads one key at a time, checking its type, and raises a SpecError naming it."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -315,32 +452,52 @@ class _Reader:
     def fail(self, key: str, message: str) -> SpecError:
         return SpecError(self.path, key, message)
 
-    def table(self, raw: dict, key: str) -> dict:
+    def known_keys(self, table: dict, kind: str, where: str | None = None) -> None:
+        allowed = KNOWN_KEYS[kind]
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
+                place = where if where is not None else kind
+                raise self.fail(f"{place}.{key}" if place else key, f"unknown key{hint}")
+
+    def table(self, raw: dict, key: str, required: bool = False) -> dict:
+        if key not in raw and not required:
+            return {}
         value = raw.get(key)
         if not isinstance(value, dict):
-            raise self.fail(key, "missing table: add a [" + key + "] section")
+            raise self.fail(key, f"must be a table: add a [{key}] section" if value is None else "must be a table")
+        self.known_keys(value, key)
         return value
 
-    def array(self, raw: dict, key: str) -> list:
-        value = raw.get(key)
-        if not isinstance(value, list) or not value:
-            raise self.fail(key, f"at least one [[{key}]] entry is required")
+    def array(self, raw: dict, key: str, required: bool = True) -> list:
+        value = raw.get(key, None if required else [])
+        if not isinstance(value, list) or (required and not value):
+            raise self.fail(key, f"at least one [[{key}]] entry is required" if required else f"must be [[{key}]] tables")
         return value
 
-    def identifier(self, table: dict, key: str, member: bool = False) -> str:
+    def get(self, table: dict, key: str, check, default: Any = None) -> Any:
         short = key.rsplit(".", 1)[-1]
-        if short not in table:
-            raise self.fail(key, "missing: a C identifier is required")
+        if short not in table and default is None:
+            raise self.fail(key, "missing")
         try:
-            return (check_member_name if member else check_identifier)(table[short], short)
+            return check(table.get(short, default))
         except UsageError as exc:
             raise self.fail(key, str(exc)) from None
 
-    def target(self, value: Any) -> str:
-        try:
-            return check_target(value)
-        except UsageError as exc:
-            raise self.fail("op.target", str(exc)) from None
+    def string(self, table: dict, key: str, default: str) -> str:
+        value = table.get(key.rsplit(".", 1)[-1], default)
+        if not isinstance(value, str):
+            raise self.fail(key, f"{value!r} is not a string")
+        return value
+
+    def strings(self, table: dict, key: str) -> tuple[str, ...]:
+        value = table.get(key.rsplit(".", 1)[-1], [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self.fail(key, f"{value!r} is not allowed; use a list of strings")
+        return tuple(value)
 
     def choice(self, table: dict, key: str, allowed: tuple[str, ...], default: str) -> str:
         value = table.get(key.rsplit(".", 1)[-1], default)
@@ -348,7 +505,7 @@ class _Reader:
             raise self.fail(key, f"{value!r} is not allowed; use one of: {', '.join(allowed)}")
         return value
 
-    def choices(self, table: dict, key: str, allowed: tuple[str, ...], default: list[str]) -> list[str]:
+    def choices(self, table: dict, key: str, allowed: tuple[str, ...], default: list[str]) -> tuple[str, ...]:
         value = table.get(key.rsplit(".", 1)[-1], default)
         if isinstance(value, str):
             value = [value]
@@ -357,7 +514,10 @@ class _Reader:
         bad = [v for v in value if v not in allowed]
         if bad:
             raise self.fail(key, f"{bad[0]!r} is not allowed; use any of: {', '.join(allowed)}")
-        return list(dict.fromkeys(value))
+        twice = next((v for v in value if value.count(v) > 1), None)
+        if twice:
+            raise self.fail(key, f"{twice!r} is listed twice")
+        return tuple(value)
 
     def dtypes(self, value: Any, key: str) -> tuple[str, ...]:
         items = [value] if isinstance(value, str) else value
@@ -368,7 +528,8 @@ class _Reader:
     def tensor(self, raw: Any, key: str, is_output: bool) -> Tensor:
         if not isinstance(raw, dict):
             raise self.fail(key, "must be a table with name, dtype and shape")
-        name = self.identifier(raw, f"{key}.name", member=True)
+        self.known_keys(raw, "outputs" if is_output else "inputs", key)
+        name = self.get(raw, f"{key}.name", lambda v: check_member_name(v, "name"))
         dtypes = self.dtypes(raw.get("dtype"), f"{key}.dtype")
         shape = raw.get("shape")
         if isinstance(shape, str):
@@ -377,7 +538,8 @@ class _Reader:
             return Tensor(name, dtypes, None, like=shape)
         if shape is not None:
             if not isinstance(shape, list) or not all(
-                (isinstance(d, int) and d >= 0) or (isinstance(d, str) and IDENTIFIER.match(d)) for d in shape
+                (isinstance(d, int) and not isinstance(d, bool) and d >= 0) or (isinstance(d, str) and IDENTIFIER.match(d))
+                for d in shape
             ):
                 raise self.fail(f"{key}.shape", "use a list of non-negative ints or symbol names, or an input's name")
             shape = tuple(shape)
@@ -388,15 +550,17 @@ class _Reader:
     def attr(self, raw: Any, key: str) -> Attr:
         if not isinstance(raw, dict):
             raise self.fail(key, "must be a table with name and type")
-        name = self.identifier(raw, f"{key}.name", member=True)
+        self.known_keys(raw, "attrs", key)
+        name = self.get(raw, f"{key}.name", lambda v: check_member_name(v, "attribute name"))
         attr_type = raw.get("type")
         if attr_type not in ATTR_TYPES:
             raise self.fail(f"{key}.type", f"{attr_type!r} is not allowed; use one of: {', '.join(ATTR_TYPES)}")
         default = raw.get("default")
-        if default is not None and (isinstance(default, bool) or not isinstance(default, (int, float))):
-            raise self.fail(f"{key}.default", "must be a number")
-        if default is not None and attr_type.startswith("i") and not isinstance(default, int):
-            raise self.fail(f"{key}.default", f"must be an integer for type {attr_type}")
+        if default is not None:
+            try:
+                default = finite_number(default, "default", integer=attr_type.startswith("i"))
+            except UsageError as exc:
+                raise self.fail(f"{key}.default", str(exc)) from None
         return Attr(name, attr_type, default)
 
     def boolean(self, table: dict, key: str, default: bool) -> bool:
@@ -405,17 +569,43 @@ class _Reader:
             raise self.fail(key, f"{value!r} is not allowed; use true or false")
         return value
 
-    def archs(self, value: Any) -> tuple[str, ...]:
-        try:
-            return parse_archs(value)
-        except UsageError as exc:
-            raise self.fail("build.archs", str(exc)) from None
+    def build(self, table: dict) -> Build:
+        flags = self.strings(table, "build.flags")
+        bad = next((f for f in flags if not FLAG.match(f)), None)
+        if bad is not None:
+            raise self.fail("build.flags", f"{bad!r}: one argument per list item, without spaces")
+        return Build(
+            kernel=self.string(table, "build.kernel", default=""),
+            sources=self.strings(table, "build.sources"),
+            include_dirs=self.strings(table, "build.include_dirs"),
+            defines=self.strings(table, "build.defines"),
+            flags=flags,
+            archs=self.get(table, "build.archs", parse_archs, default="auto"),
+            ptx=self.boolean(table, "build.ptx", default=True),
+            output=self.string(table, "build.output", default=""),
+        )
+
+    def generated(self, raw: dict) -> Generated | None:
+        table = self.table(raw, "generated")
+        if not table:
+            return None
+        files = table.get("files", {})
+        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+            raise self.fail("generated.files", "must be a table of file -> hash (xlacc writes it; restore it from version control)")
+        return Generated(
+            xlacc=self.string(table, "generated.xlacc", default=""),
+            template=self.string(table, "generated.template", default=""),
+            signature=self.string(table, "generated.signature", default=""),
+            files=dict(files),
+        )
 
     def cross_check(self, spec: Spec) -> None:
         names = [t.name for t in spec.inputs + spec.outputs] + [a.name for a in spec.attrs]
         duplicate = next((n for n in names if names.count(n) > 1), None)
         if duplicate:
             raise self.fail("inputs", f"the name {duplicate!r} is used twice; operands, results and attributes need distinct names")
+        if spec.name in names:
+            raise self.fail("op.name", f"{spec.name!r} also names an operand; the op and its operands need distinct names")
         input_names = [t.name for t in spec.inputs]
         for i, out in enumerate(spec.outputs):
             if out.like is not None and out.like not in input_names:
@@ -425,3 +615,5 @@ class _Reader:
             raise self.fail("inputs", "all dtype lists in one op must be the same list (the op is generic over one type)")
         if generic and not any(t.generic for t in spec.inputs):
             raise self.fail("outputs", "a result with a dtype list needs an input with the same list to take its type from")
+        if ":" in spec.reference and not spec.reference.partition(":")[2].isidentifier():
+            raise self.fail("op.reference", f"{spec.reference!r}: use FILE.py:FUNCTION")

@@ -18,6 +18,7 @@ GROUPS = {
     "library": "Shared object",
     "source": "Source",
     "runtime": "Runtime",
+    "project": "Project and build",
 }
 DEFAULT_LIKELIHOOD = 0.5
 
@@ -405,6 +406,43 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "Start children with `multiprocessing.get_context(\"spawn\")` (or `set_start_method(\"spawn\")`), or "
         "initialise CUDA, torch_xla or JAX only inside the children.",
         "`RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method`",
+    ),
+    # -- project and build ---------------------------------------------------------------------
+    CatalogueEntry(
+        "spec-changed",
+        "project",
+        "error",
+        "xlacc.toml changed since the code was generated",
+        "The op's signature in xlacc.toml (its inputs, outputs, attributes, platform, api or frameworks) is not "
+        "the one the entry points and bindings were generated from, so a build would compile the old signature "
+        "and run-smoke would test it.",
+        "Run `xlacc update`: it regenerates xlacc's files from the spec and merges your edits; then fix "
+        "NAME_launch() in your kernel file if the signature it receives changed.",
+        "an `[[inputs]]` table added to xlacc.toml, then `xlacc build`",
+    ),
+    CatalogueEntry(
+        "update-conflict",
+        "project",
+        "error",
+        "xlacc update could not merge your edits with its changes",
+        "A file you edited was also changed by xlacc (a new xlacc version or a new signature) in the same lines. "
+        "Both versions are left in the file between `<<<<<<< yours` and `>>>>>>> xlacc` markers; nothing was lost.",
+        "Edit each marked region to what it should be and delete the markers, then `xlacc build`.",
+        "`<<<<<<< yours` in kernel.cu after `xlacc update`",
+    ),
+    CatalogueEntry(
+        "template-stub-link",
+        "project",
+        "error",
+        "a __global__ function template is instantiated in another file",
+        "CUDA 13's nvcc compiles with `-static-global-template-stub=true` by default: the host stub of a "
+        "`__global__` template instantiation is local to the file that instantiates it, so a launch of the "
+        "template from another .cu file cannot link (`undefined reference to` the instantiation, `hidden symbol "
+        "... isn't defined`).",
+        "Instantiate the template in the file that launches it (one translation unit), or add "
+        "`-static-global-template-stub=false` to the compiler flags (`[build] flags` in xlacc.toml, `--flag` for "
+        "kernel files).",
+        "`warning #20280-D: when \"-static-global-template-stub=true\" ... must have a definition in the current translation unit`",
     ),
 )
 

@@ -46,7 +46,7 @@ class Project:
 
     @property
     def reference(self) -> Callable[..., Any]:
-        return getattr(self.reference_module, self.spec.reference.partition(":")[2] or "reference")
+        return getattr(self.reference_module, self.spec.reference_function)
 
     def example_inputs(self, size: int, rng: Any, dtype: str | None) -> tuple[list[Any], dict[str, Any]]:
         make = self.reference_module.example_inputs
@@ -63,27 +63,34 @@ class Project:
         """The dtypes to run: every one of a generic op, else the one example_inputs picks."""
         return list(self.spec.generic_dtypes) or [None]
 
-    def module(self, filename: str) -> ModuleType:
-        return load_module(self.spec.root / filename)
+    def module(self, name: str) -> ModuleType:
+        """A module of the op's package: ``module("jax")`` imports ``NAME.jax``."""
+        return importlib.import_module(f"{self.spec.package}.{name}")
+
+    @property
+    def package(self) -> ModuleType:
+        return importlib.import_module(self.spec.package)
 
 
 def load_project(path: Path) -> Project:
+    """The spec and the reference; the project's root goes first on sys.path so that its package
+    imports as `import NAME`, as the user's own code does."""
     spec = spec_mod.load(path)
     sys.path.insert(0, str(spec.root))
-    reference_file = spec.reference.partition(":")[0] or "reference.py"
-    return Project(spec, load_module(spec.root / reference_file))
+    return Project(spec, load_reference(spec))
 
 
-def load_module(path: Path) -> ModuleType:
-    """Import a project file under its own name (``jax_ops``), so its own imports of siblings work."""
-    name = path.stem
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
-        return sys.modules[name]
+def load_reference(spec: spec_mod.Spec) -> ModuleType:
+    """The reference module: a module of the op's package, or any file named in [op] reference."""
+    path = (spec.root / spec.reference_file).resolve()
+    package = (spec.root / spec.package).resolve()
+    if path.parent == package and path.suffix == ".py":
+        return importlib.import_module(f"{spec.package}.{path.stem}")
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist")
-    module_spec = importlib.util.spec_from_file_location(name, path)
+        raise FileNotFoundError(f"{path} does not exist (the reference named in {spec_mod.SPEC_FILE})")
+    module_spec = importlib.util.spec_from_file_location(f"{spec.package}_reference", path)
     module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
+    sys.modules[module_spec.name] = module
     module_spec.loader.exec_module(module)
     return module
 

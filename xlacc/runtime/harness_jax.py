@@ -100,7 +100,7 @@ class JaxHarness(Harness):
     def op(self, attrs: dict[str, Any]):
         function = getattr(self.jax_ops, self.spec.name, None)
         if function is None:
-            raise AttributeError(f"jax_ops.py defines no function {self.spec.name}()")
+            raise AttributeError(f"{self.spec.package}/jax.py defines no function {self.spec.name}()")
         return functools.partial(function, **attrs)
 
     def put(self, operands: list[Any]) -> list[Any]:
@@ -121,8 +121,8 @@ class JaxHarness(Harness):
         with self.step("registration"):
             self.check_registration()
         if self.jax_ops is None:
-            self.check("lowering", None, "not run: jax_ops.py did not load")
-            self.check("numerics", None, "not run: jax_ops.py did not load")
+            self.check("lowering", None, f"not run: {self.spec.package}.jax did not load")
+            self.check("numerics", None, f"not run: {self.spec.package}.jax did not load")
             return self.finish()
         with self.step("lowering"):
             self.check_lowering()
@@ -152,7 +152,7 @@ class JaxHarness(Harness):
         self.started = True
 
     def spy_on_registration(self) -> None:
-        """Wrap jax.ffi.register_ffi_target (before jax_ops.py is imported) so every registration of
+        """Wrap jax.ffi.register_ffi_target (before the op's jax module is imported) so every registration of
         the target is checked against the spec and recorded before XLA sees it: a registration that
         crashes the process still leaves its evidence behind."""
         import jax.ffi
@@ -206,7 +206,7 @@ class JaxHarness(Harness):
 
     # -- 1. registration ------------------------------------------------------------------------
     def check_registration(self) -> None:
-        self.jax_ops = self.project.module("jax_ops.py")
+        self.jax_ops = self.project.module("jax")
         self.jax_ops.register()
         platform = XLA_PLATFORM[self.spec.platform]
         entry = registered_entry(self.spec.target, platform)

@@ -6,7 +6,7 @@ the generated ``torch.library`` op lowers (``torch_xla._XLAC._get_xla_tensors_hl
 device) to a custom call with the right target, api_version, backend_config, operand order and
 result shapes. Execution is reported as impossible (``torch-xla-no-cuda``) and the harness exits
 3 (``xlacc.report.EXIT_NEEDS_GPU``). Where torch_xla has a CUDA device it also registers through
-``torch_xla_ops.register()`` and compares the op's outputs with the reference.
+``NAME.torch.register()`` and compares the op's outputs with the reference.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ FINDINGS: dict[str, tuple[str, str, str]] = {
     "backend-config-invalid": (
         "error",
         "backend_config is not what the entry point parses",
-        "pass torch_xla_ops.backend_config(...) (`key=value` pairs joined by ';') as _xla_custom_call's 6th argument",
+        "pass NAME.backend_config(...) (`key=value` pairs joined by ';') as _xla_custom_call's 6th argument",
     ),
     "hardcoded-size": (
         "error",
@@ -141,9 +141,9 @@ class TorchXlaHarness(Harness):
         if self.device is None:
             return self.finish()
         with self.step("import", "registration"):
-            self.ops = self.project.module("torch_xla_ops.py")
+            self.ops = self.project.module("torch")
         if self.ops is None:
-            self.check("lowering", None, "not run: torch_xla_ops.py did not load")
+            self.check("lowering", None, f"not run: {self.spec.package}.torch did not load")
             return self.finish()
         with self.step("registration"):
             self.check_registration()
@@ -242,10 +242,20 @@ class TorchXlaHarness(Harness):
             self.report("api-version-mismatch", call.line[:400])
             lowering.fail("lowering", f"api_version={hlo.api_version_name(call.api_version)}, expected {hlo.api_version_name(expected)}")
 
+    def expected_backend_config(self, tensors: list[Any], attrs: dict[str, Any]) -> str:
+        """What the op's backend_config must be for these operands: their shapes and the results'
+        (from the spec), the attributes, the element type."""
+        shapes = {t.name: list(tensor.shape) for t, tensor in zip(self.spec.inputs, tensors)}
+        for out in self.spec.outputs:
+            shapes[out.name] = shapes[out.like] if out.like else list(out.shape)
+        values = {a.name: (float if a.type.startswith("f") else int)(attrs[a.name]) for a in self.spec.attrs if a.name in attrs}
+        dtype = tensors[self.spec.op_dtype_index].dtype
+        return self.project.package.backend_config(shapes, values, self.project.package.op_dtype(dtype))
+
     def verify_backend_config(self, call: hlo.CustomCall, tensors: list[Any], attrs: dict[str, Any], lowering: Lowering) -> None:
-        expected = self.ops.backend_config(*tensors, **attrs)
+        expected = self.expected_backend_config(tensors, attrs)
         if call.backend_config != expected:
-            self.report("backend-config-invalid", f"the HLO has backend_config={call.backend_config!r}; torch_xla_ops.backend_config() gives {expected!r}")
+            self.report("backend-config-invalid", f"the HLO has backend_config={call.backend_config!r}; the spec gives {expected!r}")
             lowering.fail("backend_config", f"{call.backend_config!r} instead of {expected!r}")
         elif not call.backend_config or hlo.parse_backend_config(call.backend_config) is None:
             self.report("backend-config-invalid", f"backend_config={call.backend_config!r} is not `key=value` pairs joined by ';'")

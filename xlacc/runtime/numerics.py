@@ -10,17 +10,11 @@ from typing import Any
 
 import numpy as np
 
-# (rtol, atol) by output dtype: an element passes when |out - ref| <= atol + rtol * |ref|, the
-# reference being computed in float64. Half types are loose (about 5 and 2.5 ulps), float32
-# allows the rounding of a reduction, float64 only the order of operations, integers nothing.
-TOLERANCES: dict[str, tuple[float, float]] = {
-    "float16": (5e-3, 1e-3),
-    "bfloat16": (2e-2, 1e-2),
-    "float32": (1e-5, 1e-6),
-    "float64": (1e-12, 1e-14),
-    "int32": (0.0, 0.0),
-    "int64": (0.0, 0.0),
-}
+from xlacc.spec import DTYPE_INFO
+from xlacc.spec import TOLERANCES as SPEC_TOLERANCES
+
+# (rtol, atol) by NumPy dtype name: the one table of xlacc.spec, which the generated tests use too.
+TOLERANCES: dict[str, tuple[float, float]] = {DTYPE_INFO[name]["numpy"]: tol for name, tol in SPEC_TOLERANCES.items()}
 FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 

@@ -1,0 +1,151 @@
+"""`xlacc update`: regenerate a project from its current spec and the installed xlacc, keeping
+everything the user wrote.
+
+Per file: one that is still as xlacc wrote it is replaced by the new text; one the user edited is
+merged three ways (the text xlacc wrote last time from ``.xlacc/base``, the user's text, the new
+text), as copier does; a conflict is left marked in the file and reported, with exit code 1.
+``--dry-run`` shows the diffs and writes nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xlacc import generated, scaffold
+from xlacc import spec as specmod
+from xlacc.report import Check, Finding, Report
+
+CONFLICT_NAMES = ("yours", "xlacc")
+NEW_SUFFIX = ".xlacc-new"
+
+
+@dataclass
+class UpdateRequest:
+    project: Path
+    dry_run: bool = False
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    status: str  # up to date | added | updated | merged | kept | conflict | removed | left deleted
+    text: str | None  # the text the file will hold; None: deleted or untouched
+    detail: str = ""
+    extra: dict[str, str] = field(default_factory=dict)  # other files to write (path -> text)
+
+    @property
+    def changes_file(self) -> bool:
+        return self.status in ("added", "updated", "merged", "conflict", "removed")
+
+
+def run(request: UpdateRequest) -> Report:
+    spec = specmod.load(request.project)
+    directory = spec.root
+    meta = scaffold.template_meta(spec.template)
+    rendered = scaffold.render(spec, meta)
+    spec_text = generated.read_text(directory / specmod.SPEC_FILE) or ""
+    # The spec is the user's input: only its [generated] table is rewritten.
+    files = {path: text for path, text in rendered.items() if path != specmod.SPEC_FILE}
+    recorded = dict(spec.generated.files) if spec.generated else {}
+    outcomes = [
+        outcome_for(directory, path, files.get(path), recorded.get(path), scaffold.owner_of(spec, path))
+        for path in sorted(set(files) | (set(recorded) - {specmod.SPEC_FILE}))
+    ]
+    report = Report(title=f"xlacc update {spec.name} (xlacc {spec.generated.xlacc if spec.generated else '?'} -> {generated.__version__})")
+    for outcome in outcomes:
+        report.add(Check(outcome.path, False if outcome.status == "conflict" else True, f"{outcome.status}{': ' + outcome.detail if outcome.detail else ''}"))
+    conflicts = [o for o in outcomes if o.status == "conflict"]
+    if conflicts:
+        report.findings.append(conflict_finding(conflicts))
+    if request.dry_run:
+        report.notes += [diff for o in outcomes if (diff := unified_diff(directory, o))]
+        report.notes.append("dry run: nothing was written")
+    else:
+        write(directory, spec, spec_text, rendered, outcomes)
+    report.data.update(files={o.path: o.status for o in outcomes}, dry_run=request.dry_run)
+    return report
+
+
+def outcome_for(directory: Path, path: str, new: str | None, recorded: str | None, owner: str) -> FileOutcome:
+    current = generated.read_text(directory / path)
+    edited = current is not None and recorded is not None and generated.file_digest(path, current) != recorded
+    if current is None:
+        if new is None:
+            return FileOutcome(path, "up to date", None, "no longer generated")
+        if recorded is not None and owner == scaffold.USER:
+            return FileOutcome(path, "left deleted", None, "you removed it")
+        return FileOutcome(path, "added", new)
+    if new is None:
+        if edited or recorded is None:
+            return FileOutcome(path, "kept", None, "no longer generated, but edited by you")
+        return FileOutcome(path, "removed", None, "no longer generated")
+    if current == new:
+        return FileOutcome(path, "up to date", None)
+    if recorded is not None and not edited:
+        return FileOutcome(path, "updated", new)
+    return merge(directory, path, current, new)
+
+
+def merge(directory: Path, path: str, current: str, new: str) -> FileOutcome:
+    """Three-way merge of the user's text and xlacc's new text from the text xlacc wrote before."""
+    import merge3  # only update merges
+
+    base = generated.read_text(directory / generated.BASE_DIR / path)
+    if base is None:
+        return FileOutcome(
+            path,
+            "conflict",
+            None,
+            f"edited, and {generated.BASE_DIR}/{path} (what xlacc wrote before) is missing: compare with {path}{NEW_SUFFIX}",
+            {path + NEW_SUFFIX: new},
+        )
+    if base == new:
+        return FileOutcome(path, "up to date", None, "your edits kept; xlacc's text did not change")
+    merger = merge3.Merge3(base.splitlines(True), current.splitlines(True), new.splitlines(True))
+    merged = "".join(merger.merge_lines(name_a=CONFLICT_NAMES[0], name_b=CONFLICT_NAMES[1]))
+    conflicts = sum(1 for region in merger.merge_regions() if region[0] == "conflict")
+    if conflicts:
+        return FileOutcome(path, "conflict", merged, f"{conflicts} conflicting change(s) marked <<<<<<< yours ... >>>>>>> xlacc")
+    return FileOutcome(path, "merged", merged, "your edits and xlacc's changes")
+
+
+def conflict_finding(conflicts: list[FileOutcome]) -> Finding:
+    from xlacc.doctor.findings import make
+
+    return make(
+        "update-conflict",
+        "; ".join(f"{o.path}: {o.detail}" for o in conflicts),
+    )
+
+
+def write(directory: Path, spec: specmod.Spec, spec_text: str, rendered: dict[str, str], outcomes: list[FileOutcome]) -> None:
+    """The files, their new merge bases and the new record, all or nothing; then the removals.
+
+    The record holds the digest of xlacc's text, not of a merged file: a file that keeps the
+    user's edits stays "edited", so the next update merges it again instead of replacing it."""
+    writes: dict[str, str] = {}
+    for outcome in outcomes:
+        if outcome.text is not None:
+            writes[outcome.path] = outcome.text
+        writes.update(outcome.extra)
+    for path, text in rendered.items():
+        writes[f"{generated.BASE_DIR}/{path}"] = text
+    writes[specmod.SPEC_FILE] = generated.with_record(spec_text, spec, rendered)
+    generated.write_all(directory, writes)
+    for outcome in outcomes:
+        if outcome.status == "removed":
+            (directory / outcome.path).unlink(missing_ok=True)
+            (directory / generated.BASE_DIR / outcome.path).unlink(missing_ok=True)
+
+
+def unified_diff(directory: Path, outcome: FileOutcome) -> str:
+    if not outcome.changes_file:
+        return ""
+    before = generated.read_text(directory / outcome.path) or ""
+    after = outcome.text or ""
+    lines = difflib.unified_diff(
+        before.splitlines(True), after.splitlines(True), f"a/{outcome.path}", f"b/{outcome.path}"
+    )
+    return "".join(lines).rstrip("\n")
