@@ -12,7 +12,7 @@ Projects are generated and built with xlacc itself (`xlacc new`, `xlacc build`).
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import os
 import platform
@@ -49,11 +49,11 @@ XLA_FLAG_SETS = {
 }
 
 
-def load_module(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def load_module(project_dir: Path, module: str):
+    """A module of a generated project's package (`NAME.jax`, `NAME.reference`)."""
+    if str(project_dir) not in sys.path:
+        sys.path.insert(0, str(project_dir))
+    return importlib.import_module(f"{project_dir.name}.{module}")
 
 
 def project(workdir: Path, name: str, template: str, api: str, dtype: str | None = None):
@@ -64,7 +64,7 @@ def project(workdir: Path, name: str, template: str, api: str, dtype: str | None
         args = ["new", name, "--template", template, "--platform", "cuda", "--api", api, "--framework", "jax"]
         xlacc(*(args + (["--dtype", dtype] if dtype else [])), cwd=workdir)
     xlacc("build", name, cwd=workdir)  # a cache hit when an earlier process built it
-    module = load_module(f"{name}_jax_ops", workdir / name / "jax_ops.py")
+    module = load_module(workdir / name, "jax")
     module.register()
     _OPS[name] = getattr(module, name)
     return _OPS[name]
@@ -206,7 +206,7 @@ def bench_rmsnorm(workdir: Path, copy_limit: float) -> list[dict]:
     rows_out = []
     for dtype, jdtype in (("f32", jnp.float32), ("bf16", jnp.bfloat16)):
         op = project(workdir, f"rms_{dtype}", "rms-norm", "ffi", dtype)
-        reference = load_module(f"rms_{dtype}_reference", workdir / f"rms_{dtype}" / "reference.py")
+        reference = load_module(workdir / f"rms_{dtype}", "reference")
         x = jax.random.normal(jax.random.key(2), (8192, 8192), jnp.float32).astype(jdtype)
         w = jax.random.normal(jax.random.key(3), (8192,), jnp.float32).astype(jdtype)
         native = jax.jit(lambda a, b: reference.reference(a, b, eps=1e-6, xp=jnp))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
+import importlib
 import json
 import os
 import platform
@@ -79,12 +79,14 @@ def gpu_arch() -> str:
 def nvcc_command(project: Path, library: Path, arch: str, defines: dict[str, int]) -> list[str]:
     import jax
 
+    from xlacc.build import XLACC_INCLUDE
+
     number = arch.removeprefix("sm_")
     return [
         os.environ.get("NVCC", "nvcc"), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
         "-gencode", f"arch=compute_{number},code=[sm_{number},compute_{number}]",
         *[f"-D{k}={v}" for k, v in defines.items()],
-        f"-I{jax.ffi.include_dir()}", "-o", str(library), str(project / "kernel.cu"),
+        f"-I{jax.ffi.include_dir()}", f"-I{XLACC_INCLUDE}", f"-I{project}", "-o", str(library), str(project / NAME / "_entry_points.cu"),
     ]  # fmt: skip
 
 
@@ -99,7 +101,7 @@ def parse_variants(text: str) -> dict[str, dict[str, int]]:
 
 def build(project: Path, arch: str, variants: dict[str, dict[str, int]]) -> dict[str, Path]:
     """The project's library (via `xlacc build`, else nvcc) and one library per variant, built in parallel."""
-    libraries = {"default": project / "build" / f"lib{NAME}.so"}
+    libraries = {"default": project / NAME / f"lib{NAME}.so"}
     jobs = {}
     xlacc_build = subprocess.Popen(
         [sys.executable, "-m", "xlacc", "build", str(project)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -122,12 +124,10 @@ def build(project: Path, arch: str, variants: dict[str, dict[str, int]]) -> dict
     return libraries
 
 
-def load_module(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent))
-    spec.loader.exec_module(module)
-    return module
+def load_module(project: Path, name: str):
+    """A module of the generated project's package."""
+    sys.path.insert(0, str(project))
+    return importlib.import_module(f"{NAME}.{name}")
 
 
 def register(library: Path, target: str, symbol: str):
@@ -280,7 +280,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     libraries = build(project, gpu_arch(), parse_variants(args.variants))
     print(f"built {len(libraries)} libraries in {time.perf_counter() - started:.1f} s", flush=True)
-    reference = load_module(project / "reference.py", "reference")
+    reference = load_module(project, "reference")
     calls = {label: register(path, f"{NAME}_{label}", f"xlacc_{NAME}_ffi") for label, path in libraries.items()}
     report: dict = {"environment": environment(), "config": {k: v for k, v in vars(args).items() if k not in ("out", "workdir")}}
     print(json.dumps(report["environment"], indent=1), flush=True)

@@ -400,7 +400,8 @@ def test_nvcc_build_for_sm_80_verifies_symbol_and_arch(cuda_build):
     assert command[1:6] == ["-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC"]
     assert ["-gencode", "arch=compute_80,code=[sm_80,compute_80]"] == command[6:8]
     assert "-lineinfo" in command and "-fvisibility=hidden" not in command
-    assert "-I" not in command  # the source does not use XLA's FFI
+    assert command[command.index("-I") + 1] == str(build.XLACC_INCLUDE)  # xlacc/kernel.h, always
+    assert not any("jaxlib" in part for part in command)  # the source does not use XLA's FFI
 
 
 @needs_nvcc
@@ -489,6 +490,10 @@ dtype = "f32"
 name = "y"
 dtype = "f32"
 shape = "x"
+
+[build]
+sources = ["{source}"]  # the project brings its own entry points
+output = "build/lib{name}.so"
 """
 
 CPU_FFI_KERNEL = """\
@@ -526,8 +531,9 @@ LEGACY_CUDA = dict(
 
 
 def make_project(root: Path, platform: str, api: str, frameworks: str, kernel: str) -> spec.Spec:
-    write(root / "xlacc.toml", SPEC_TOML.format(name="twice", platform=platform, api=api, frameworks=frameworks))
-    write(root / ("kernel.cu" if platform == "cuda" else "kernel.cc"), kernel)
+    source = "kernel.cu" if platform == "cuda" else "kernel.cc"
+    write(root / "xlacc.toml", SPEC_TOML.format(name="twice", platform=platform, api=api, frameworks=frameworks, source=source))
+    write(root / source, kernel)
     return spec.load(root)
 
 
@@ -540,9 +546,9 @@ def test_cpu_ffi_project_builds_with_hidden_visibility_and_ffi_headers(tmp_path)
     result = build.build_spec(project)
     assert result.ok, result.checks + result.findings
     assert result.library == tmp_path / "twice" / "build" / "libtwice.so"
-    assert ["-fvisibility=hidden", "-I", str(ffi_dir)] == result.command[5:8]
+    assert ["-fvisibility=hidden", "-I", str(build.XLACC_INCLUDE), "-I", ".", "-I", str(ffi_dir)] == result.command[5:12]
     assert result.command[-3:] == ["kernel.cc", "-o", "build/libtwice.so"]
-    assert [c.name for c in result.checks] == ["toolchain", "ffi headers", "compile", "symbol xlacc_twice_ffi"]
+    assert [c.name for c in result.checks] == ["toolchain", "ffi headers", "compile", "library", "symbol xlacc_twice_ffi"]
     assert not any(f.code == "compiler-warning" for f in result.findings)  # XLA's header warnings stay hidden
     assert (tmp_path / "twice" / "build" / build.CACHE_FILE).is_file()
     assert ctypes.CDLL(str(result.library)).xlacc_twice_ffi

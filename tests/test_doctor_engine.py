@@ -196,6 +196,6 @@ def test_so_inside_a_project_is_checked_for_the_projects_entry_points(tmp_path):
 
     scaffold.create(scaffold.NewRequest(name="owned", platform="cpu", frameworks=["jax"], directory=tmp_path / "owned"))
     assert build_mod.build_spec(spec.load(tmp_path / "owned")).ok
-    code, report = doctor_json("--so", str(tmp_path / "owned" / "build" / "libowned.so"))
+    code, report = doctor_json("--so", str(tmp_path / "owned" / "owned" / "libowned.so"))
     names = [c["name"] for c in report["checks"]]
     assert code == 0 and "symbol xlacc_owned_ffi" in names

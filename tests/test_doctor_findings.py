@@ -24,6 +24,7 @@ ISSUE_CODES = {
     "library": {"library-invalid", "library-not-found", "dependency-missing", "symbol-missing", "symbol-mangled", "symbol-hidden", "arch-mismatch"},
     "source": {"hardcoded-size", "stream-ignored", "unchecked-launch", "host-sync-in-handler", "ld-preload", "op-optimized-away"},
     "runtime": {"kernel-crash", "cuda-init-before-fork"},
+    "project": {"spec-changed", "update-conflict", "template-stub-link"},
 }
 
 

@@ -226,6 +226,9 @@ dtype = "f32"
 name = "out"
 dtype = "f32"
 shape = "x"
+
+[build]
+output = "build/libdemo.so"
 """
 
 

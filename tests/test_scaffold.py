@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from xlacc import scaffold
@@ -16,21 +18,53 @@ def request(tmp_path, **kwargs):
     return NewRequest(**kwargs)
 
 
+USER_FILES = {"xlacc.toml", "test_myop.py", "myop/reference.py"}
+BINDINGS = {"myop/__init__.py", "myop/testing.py", "pyproject.toml", ".gitignore"}
+
+
+def project_files(project):
+    return {p.relative_to(project).as_posix() for p in project.rglob("*") if p.is_file() and ".xlacc" not in p.parts}
+
+
 @pytest.mark.parametrize(
     "platform, frameworks, expected",
     [
-        ("cuda", ["jax", "torch-xla"], {"xlacc.toml", "kernel.cu", "reference.py", "jax_ops.py", "torch_xla_ops.py", "test_myop.py"}),
-        ("cpu", ["jax"], {"xlacc.toml", "kernel.cc", "reference.py", "jax_ops.py", "test_myop.py"}),
-        ("cuda", ["torch-xla"], {"xlacc.toml", "kernel.cu", "reference.py", "torch_xla_ops.py", "test_myop.py"}),
+        ("cuda", ["jax", "torch-xla"], {"kernel.cu", "myop/_entry_points.cu", "myop/jax.py", "myop/torch.py"}),
+        ("cpu", ["jax"], {"kernel.cc", "myop/_entry_points.cc", "myop/jax.py"}),
+        ("cuda", ["torch-xla"], {"kernel.cu", "myop/_entry_points.cu", "myop/torch.py"}),
     ],
 )
 def test_files_follow_platform_and_frameworks(tmp_path, platform, frameworks, expected):
     report = scaffold.create(request(tmp_path, platform=platform, frameworks=frameworks))
     project = tmp_path / "myop"
-    assert {p.name for p in project.iterdir()} == expected
+    assert project_files(project) == USER_FILES | BINDINGS | expected
     assert not report.failed
     spec = specmod.load(project)
     assert spec.platform == platform and spec.frameworks == tuple(frameworks)
+    assert set(spec.generated.files) == USER_FILES | BINDINGS | expected
+
+
+def test_the_report_says_whose_each_file_is(tmp_path):
+    report = scaffold.create(request(tmp_path, platform="cpu"))
+    owners = {c.name.split("myop/", 1)[1]: c.detail.split(":")[0] for c in report.checks}
+    assert owners["kernel.cc"] == owners["myop/reference.py"] == owners["test_myop.py"] == "yours"
+    assert owners["myop/_entry_points.cc"] == owners["myop/jax.py"] == owners["myop/__init__.py"] == "xlacc's"
+
+
+@pytest.mark.parametrize("platform", ["cuda", "cpu"])
+def test_the_add_kernel_file_holds_only_the_kernel(tmp_path, platform):
+    scaffold.create(request(tmp_path, template="add", platform=platform))
+    kernel = (tmp_path / "myop" / ("kernel.cu" if platform == "cuda" else "kernel.cc")).read_text()
+    assert len(kernel.splitlines()) <= 80
+    assert "myop_launch" in kernel
+    assert "XLA_FFI_DEFINE_HANDLER_SYMBOL" not in kernel and "XlaCustomCallStatus" not in kernel
+
+
+def test_paged_attention_kernel_file_holds_only_its_kernels(tmp_path):
+    scaffold.create(request(tmp_path, template="paged-attention", platform="cuda"))
+    kernel = (tmp_path / "myop" / "kernel.cu").read_text()
+    for plumbing in ("XLA_FFI_DEFINE_HANDLER_SYMBOL", "XlaCustomCallStatus", "class Config", "half_to_float", "namespace xlacc"):
+        assert plumbing not in kernel
 
 
 def test_every_template_renders_every_combination_and_reads_back(tmp_path):
@@ -44,7 +78,7 @@ def test_every_template_renders_every_combination_and_reads_back(tmp_path):
                     assert "supports --platform" in str(exc)
                     continue
                 files = scaffold.render(spec, meta)  # round-trips xlacc.toml and compiles the Python
-                assert spec.kernel_file in files
+                assert spec.kernel_file in files and spec.entry_file in files
 
 
 def test_dry_run_writes_nothing(tmp_path):
@@ -54,26 +88,60 @@ def test_dry_run_writes_nothing(tmp_path):
     assert report.data["dry_run"] is True
 
 
-def test_non_empty_directory_is_refused_and_left_untouched(tmp_path):
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_non_empty_directory_is_refused_and_left_untouched(tmp_path, dry_run):
     project = tmp_path / "myop"
     project.mkdir()
     (project / "kernel.cu").write_text("// my own kernel\n")
     with pytest.raises(UsageError, match="not empty; nothing was written"):
-        scaffold.create(request(tmp_path))
+        scaffold.create(request(tmp_path, dry_run=dry_run))
     assert [p.name for p in project.iterdir()] == ["kernel.cu"]
     assert (project / "kernel.cu").read_text() == "// my own kernel\n"
 
 
-def test_force_overwrites_generated_files_and_keeps_others(tmp_path):
+def test_force_backs_up_the_users_files_and_keeps_others(tmp_path):
     project = tmp_path / "myop"
     project.mkdir()
-    (project / "kernel.cu").write_text("// old\n")
+    (project / "kernel.cu").write_text("// my own kernel\n")
     (project / "notes.txt").write_text("mine\n")
     report = scaffold.create(request(tmp_path, force=True))
-    assert "XLA_FFI_DEFINE_HANDLER_SYMBOL" in (project / "kernel.cu").read_text()
+    assert "myop_launch" in (project / "kernel.cu").read_text()
     assert (project / "notes.txt").read_text() == "mine\n"
-    assert any("overwrote" in c.detail for c in report.checks)
-    assert not list(project.glob(".*.tmp"))
+    backups = list((project / ".xlacc" / "backup").rglob("kernel.cu"))
+    assert [b.read_text() for b in backups] == ["// my own kernel\n"]
+    assert report.data["backups"] == {"kernel.cu": backups[0].relative_to(project).as_posix()}
+    assert not list(project.rglob(".*.tmp"))
+
+
+def test_force_on_a_generated_project_replaces_only_what_xlacc_wrote(tmp_path):
+    scaffold.create(request(tmp_path, platform="cpu"))
+    project = tmp_path / "myop"
+    (project / "kernel.cc").write_text((project / "kernel.cc").read_text() + "// tuned by hand\n")
+    report = scaffold.create(request(tmp_path, platform="cpu", force=True))
+    details = {c.name.split("myop/", 1)[1]: c.detail for c in report.checks}
+    assert "backed up" in details["kernel.cc"] and "unchanged" in details["myop/jax.py"]
+    kept = next((project / ".xlacc" / "backup").rglob("kernel.cc")).read_text()
+    assert kept.endswith("// tuned by hand\n")
+
+
+def test_force_refuses_when_a_generated_path_is_a_directory_and_writes_nothing(tmp_path):
+    project = tmp_path / "myop"
+    (project / "kernel.cu").mkdir(parents=True)
+    (project / "notes.txt").write_text("mine\n")
+    with pytest.raises(UsageError, match="is a directory"):
+        scaffold.create(request(tmp_path, force=True))
+    assert sorted(p.name for p in project.iterdir()) == ["kernel.cu", "notes.txt"]
+
+
+def test_generated_files_follow_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        scaffold.create(request(tmp_path, platform="cpu"))
+    finally:
+        os.umask(old)
+    assert ((tmp_path / "myop" / "kernel.cc").stat().st_mode & 0o777) == 0o644
 
 
 @pytest.mark.parametrize(
@@ -82,11 +150,18 @@ def test_force_overwrites_generated_files_and_keeps_others(tmp_path):
         ({"name": "bad-name"}, "invalid name"),
         ({"name": "int"}, "keyword"),
         ({"name": "__init"}, "reserved"),
+        ({"name": "jax"}, "hide the module"),
+        ({"name": "os"}, "hide the module"),
         ({"template": "nope"}, "unknown template"),
         ({"platform": "rocm"}, "invalid platform"),
         ({"api": "typed"}, "invalid api"),
-        ({"frameworks": ["tensorflow"]}, "invalid framework"),
+        ({"frameworks": ["tensorflow"]}, "--framework: .tensorflow. is not allowed"),
         ({"dtypes": ["float32"]}, "invalid dtype"),
+        ({"frameworks": ["jax", "jax"]}, "listed twice"),
+        ({"template": "blank", "attrs": ["eps:f32=nan"]}, "finite"),
+        ({"template": "blank", "attrs": ["eps:f32=inf"]}, "finite"),
+        ({"template": "blank", "inputs": ["int64_t"]}, "reserved for C types"),
+        ({"template": "blank", "inputs": ["TARGET"]}, "uses that name itself"),
         ({"target": 'x"); import os; os.system("rm -rf /'}, "invalid target"),
         ({"template": "add", "inputs": ["a:f32"]}, "blank"),
     ],
@@ -124,15 +199,34 @@ def test_generated_code_carries_the_facts(tmp_path):
     scaffold.create(request(tmp_path, name="op", platform="cuda", api="ffi", frameworks=["jax", "torch-xla"]))
     project = tmp_path / "op"
     kernel = (project / "kernel.cu").read_text()
-    jax_ops = (project / "jax_ops.py").read_text()
-    torch_ops = (project / "torch_xla_ops.py").read_text()
-    assert "kCmdBufferCompatible" in kernel
-    assert "cudaGetLastError" in kernel and "xlacc::launch(" in kernel and ", stream, xp, yp, outp, n)" in kernel
-    assert "__attribute__((weak))" in kernel and "XlaCustomCallStatusSetFailure" in kernel
+    entry = (project / "op" / "_entry_points.cu").read_text()
+    jax_ops = (project / "op" / "jax.py").read_text()
+    torch_ops = (project / "op" / "torch.py").read_text()
+    assert '#include "kernel.cu"' in entry and "kCmdBufferCompatible" in entry
+    assert "xlacc::launch_status(" in kernel and "xlacc::launch(" in kernel and ", stream, xp, yp, outp, n)" in kernel
+    assert "XlaCustomCallStatus* status" in entry
     assert 'PLATFORM = "CUDA"' in jax_ops and "REGISTER_API_VERSION = 1" in jax_ops and "API_VERSION = 4" in jax_ops
-    assert 'PLATFORM = "CUDA"' in torch_ops and "API_VERSION = API_VERSION_STATUS_RETURNING" in torch_ops
+    assert 'PLATFORM = "CUDA"' in torch_ops and "API_VERSION = 2" in torch_ops
     assert "PyCapsule_New" in torch_ops and "torch.float32" in torch_ops
     assert "const int size" not in kernel  # sizes come from the buffers or backend_config
+
+
+@pytest.mark.parametrize("template", ["add", "rms-norm", "blank", "paged-attention"])
+@pytest.mark.parametrize("platform, api", [("cuda", "ffi"), ("cpu", "legacy")])
+def test_every_generated_python_file_passes_the_linter(tmp_path, template, platform, api):
+    """No template leftovers: unused imports, `def f(x, )`, undefined names (ruff's default rules)."""
+    import subprocess
+    import sys
+
+    scaffold.create(request(tmp_path, template=template, platform=platform, api=api))
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--select", "E4,E7,E9,F,W6", "--isolated", str(tmp_path / "myop")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for path in (tmp_path / "myop").rglob("*.py"):
+        assert not re.search(r", +\)|\(\s*,|,\s*,", path.read_text()), path
 
 
 def test_the_wheel_ships_every_template(tmp_path):

@@ -81,7 +81,7 @@ def test_legacy_entry_point_registered_as_typed_ffi_fails_at_registration(tmp_pa
     or XLA reports garbage (`Fetching XLA FFI metadata failed`), depending on what the function
     does with arguments it never got. Either way the registration is named before XLA sees it."""
     project = new_project(tmp_path, "legacy_as_ffi", api="legacy")
-    append(project / "jax_ops.py", "REGISTER_API_VERSION = 1  # typed FFI registry, legacy function")
+    append(project / project.name / "jax.py", "REGISTER_API_VERSION = 1  # typed FFI registry, legacy function")
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
     assert code == EXIT_PROBLEM
     mismatch = next(f for f in payload["diagnosis"] if f["code"] == "api-version-mismatch")
@@ -118,7 +118,7 @@ def test_kernel_that_crashes_is_diagnosed_not_raised(tmp_path):
 
 def test_platform_string_jax_queues_silently(tmp_path):
     project = new_project(tmp_path, "queued")
-    append(project / "jax_ops.py", 'PLATFORM = "GPU"  # queued by jax, never applied')
+    append(project / project.name / "jax.py", 'PLATFORM = "GPU"  # queued by jax, never applied')
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
     assert code == EXIT_PROBLEM
     registration = checks(payload)["registration"]
@@ -143,7 +143,7 @@ def test_kernel_that_writes_zeros_fails_numerics(tmp_path):
 def test_reference_that_disagrees_fails_numerics_with_the_error(tmp_path):
     project = new_project(tmp_path, "disagrees")
     append(
-        project / "reference.py",
+        project / project.name / "reference.py",
         """
 _agreed_reference = reference
 
@@ -162,7 +162,7 @@ def reference(*operands, xp=np, **attrs):
 
 def test_op_that_never_calls_the_kernel_is_optimized_away(tmp_path):
     project = new_project(tmp_path, "folded")
-    append(project / "jax_ops.py", "def folded(x, y):\n    return jnp.zeros_like(x)")
+    append(project / project.name / "jax.py", "def folded(x, y):\n    return jax.numpy.zeros_like(x)")
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
     assert code == EXIT_PROBLEM
     assert checks(payload)["lowering"]["ok"] is False
@@ -171,7 +171,7 @@ def test_op_that_never_calls_the_kernel_is_optimized_away(tmp_path):
 
 def test_hang_is_cut_by_the_timeout(tmp_path):
     project = new_project(tmp_path, "hangs")
-    append(project / "jax_ops.py", "import time\ntime.sleep(600)")
+    append(project / project.name / "jax.py", "import time\ntime.sleep(600)")
     code, payload, _ = run_smoke(project, "--framework", "jax", "--timeout", "10")
     assert code == EXIT_PROBLEM
     child = checks(payload)["child process"]

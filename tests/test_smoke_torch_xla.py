@@ -60,7 +60,7 @@ def test_every_template_lowers_to_its_custom_call(tmp_path, template, platform):
 
 def test_swapped_operands_are_caught(tmp_path):
     project = torch_xla_project(tmp_path, "swapped")
-    ops = project / "torch_xla_ops.py"
+    ops = project / project.name / "torch.py"
     source, count = re.subn(r"\[x, y\],(\s*#)", r"[y, x],\1", ops.read_text())
     assert count == 1, "the add template's _xla_custom_call operand list changed: update this edit"
     ops.write_text(source)
@@ -73,7 +73,7 @@ def test_swapped_operands_are_caught(tmp_path):
 
 def test_constant_backend_config_is_a_hardcoded_size(tmp_path):
     project = torch_xla_project(tmp_path, "constant")
-    append(project / "torch_xla_ops.py", 'def backend_config(*tensors, **attrs):\n    return "n=3"')
+    append(project / project.name / "torch.py", 'def backend_config(*tensors, **attrs):\n    return "n=3"')
     code, payload, _ = run_smoke(project, "--framework", "torch-xla")
     assert code == EXIT_PROBLEM
     assert checks(payload)["backend_config"]["ok"] is False
@@ -82,7 +82,7 @@ def test_constant_backend_config_is_a_hardcoded_size(tmp_path):
 
 def test_typed_ffi_api_version_is_refused(tmp_path):
     project = torch_xla_project(tmp_path, "typed")
-    append(project / "torch_xla_ops.py", "API_VERSION = 4  # torch_xla can only call legacy targets")
+    append(project / project.name / "torch.py", "API_VERSION = 4  # torch_xla can only call legacy targets")
     code, payload, _ = run_smoke(project, "--framework", "torch-xla")
     assert code == EXIT_PROBLEM
     assert "API_VERSION_TYPED_FFI" in checks(payload)["lowering"]["detail"]
@@ -91,7 +91,7 @@ def test_typed_ffi_api_version_is_refused(tmp_path):
 
 def test_op_returning_a_constant_is_optimized_away(tmp_path):
     project = torch_xla_project(tmp_path, "folded")
-    append(project / "torch_xla_ops.py", "def folded(x, y):\n    return torch.zeros_like(x)")
+    append(project / project.name / "torch.py", "def folded(x, y):\n    return torch.zeros_like(x)")
     code, payload, _ = run_smoke(project, "--framework", "torch-xla")
     assert code == EXIT_PROBLEM
     assert checks(payload)["lowering"]["ok"] is False

@@ -50,11 +50,21 @@ def test_valid_spec_loads_and_derives_names(tmp_path):
     assert spec.name == "rms" and spec.target == "my.rms_norm"
     assert spec.inputs[0].shape == ("rows", "cols") and spec.outputs[0].like == "x"
     assert spec.attrs[0].default == pytest.approx(1e-6) and spec.attrs[0].c_type == "float"
-    assert spec.archs == ("sm_80", "sm_90a")
+    assert spec.build.archs == ("sm_80", "sm_90a")
     assert spec.op_dtypes == ("f32", "bf16")
     assert spec.entry_points == ("xlacc_rms_ffi", "xlacc_rms_legacy", "xlacc_rms_last_error")
-    assert spec.library == tmp_path / "build" / "librms.so"
-    assert spec.source_paths == [tmp_path / "kernel.cu"]
+    assert spec.library == tmp_path / "rms" / "librms.so"
+    # No [build] kernel: the project brings its own entry points in [build] sources.
+    assert spec.source_paths == []
+    assert spec.reference_file == "rms/reference.py" and spec.reference_function == "reference"
+
+
+def test_a_generated_project_compiles_its_entry_points_which_include_the_kernel(tmp_path):
+    text = VALID + 'kernel = "my_kernel.cu"\nsources = ["more.cu"]\n'
+    spec = specmod.load(write(tmp_path, text))
+    assert spec.kernel_file == "my_kernel.cu"
+    assert spec.entry_file == "rms/_entry_points.cu"
+    assert spec.source_paths == [tmp_path / "rms/_entry_points.cu", tmp_path / "more.cu"]
 
 
 @pytest.mark.parametrize(
@@ -114,8 +124,8 @@ def test_invalid_spec_names_file_key_and_allowed_values(tmp_path, edit, key, all
 
 
 def test_ptx_defaults_on_and_must_be_a_boolean(tmp_path):
-    assert specmod.load(write(tmp_path, VALID)).ptx is True
-    assert specmod.load(write(tmp_path, VALID + "ptx = false\n")).ptx is False
+    assert specmod.load(write(tmp_path, VALID)).build.ptx is True
+    assert specmod.load(write(tmp_path, VALID + "ptx = false\n")).build.ptx is False
     with pytest.raises(SpecError, match=r"\[build.ptx\] 'no' is not allowed"):
         specmod.load(write(tmp_path, VALID + 'ptx = "no"\n'))
 
@@ -123,7 +133,7 @@ def test_ptx_defaults_on_and_must_be_a_boolean(tmp_path):
 def test_not_toml_and_missing_tables(tmp_path):
     with pytest.raises(SpecError, match=r"\[toml\] not valid TOML"):
         specmod.load(write(tmp_path, "[op\nname="))
-    with pytest.raises(SpecError, match=r"\[op\] missing table"):
+    with pytest.raises(SpecError, match=r"\[op\] must be a table"):
         specmod.load(write(tmp_path, "[build]\n"))
     with pytest.raises(UsageError, match="no xlacc.toml"):
         specmod.load(tmp_path / "nowhere")
@@ -164,3 +174,81 @@ def test_parse_archs():
     assert specmod.parse_archs(["compute_90"]) == ("sm_90",)
     with pytest.raises(UsageError, match="invalid GPU arch"):
         specmod.parse_archs("sm9")
+
+
+@pytest.mark.parametrize(
+    "text, key, says",
+    [
+        (VALID + "source = [\"k.cu\"]\n", "build.source", "did you mean 'sources'"),
+        (VALID.replace("[op]", "[op]\nplatfrom = \"cpu\""), "op.platfrom", "did you mean 'platform'"),
+        (VALID.replace('name = "weight"', 'name = "weight"\nshpae = [4]'), "inputs[1].shpae", "did you mean 'shape'"),
+        (VALID + "[extras]\n", "extras", "known keys"),
+    ],
+)
+def test_unknown_keys_are_named_with_the_closest_known_one(tmp_path, text, key, says):
+    with pytest.raises(SpecError) as info:
+        specmod.load(write(tmp_path, text))
+    assert f"[{key}]" in str(info.value) and says in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        (VALID + "sources = 5\n", "build.sources"),
+        (VALID.replace('archs = ["sm_80", "sm_90a"]', "archs = 5"), "build.archs"),
+        (VALID + "flags = [\"-O3 -g\"]\n", "build.flags"),
+        ("attrs = 5\n" + VALID.replace("[[attrs]]\nname = \"eps\"\ntype = \"f32\"\ndefault = 1e-6", ""), "attrs"),
+        (VALID.replace("default = 1e-6", "default = nan"), "attrs[0].default"),
+        (VALID.replace("default = 1e-6", "default = inf"), "attrs[0].default"),
+        (VALID.replace("default = 1e-6", "default = true"), "attrs[0].default"),
+        (VALID.replace('frameworks = ["jax", "torch-xla"]', 'frameworks = ["jax", "jax"]'), "op.frameworks"),
+        (VALID.replace('target = "my.rms_norm"', "target = 3"), "op.target"),
+        (VALID.replace('shape = ["rows", "cols"]', "shape = [true]"), "inputs[0].shape"),
+        (VALID.replace('name = "rms"', 'name = "jax"'), "op.name"),
+        (VALID.replace('name = "rms"', 'name = "json"'), "op.name"),
+        (VALID.replace('name = "x"', 'name = "int64_t"').replace('shape = "x"', 'shape = "int64_t"'), "inputs[0].name"),
+        (VALID.replace('name = "x"', 'name = "TARGET"').replace('shape = "x"', 'shape = "TARGET"'), "inputs[0].name"),
+        (VALID.replace('name = "eps"', 'name = "backend_config"'), "attrs[0].name"),
+    ],
+)
+def test_values_of_the_wrong_type_or_meaning_name_their_key(tmp_path, text, key):
+    with pytest.raises(SpecError) as info:
+        specmod.load(write(tmp_path, text))
+    assert f"[{key}]" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_spec_that_is_not_utf8_is_a_spec_error(tmp_path):
+    path = tmp_path / "xlacc.toml"
+    path.write_bytes(VALID.encode().replace(b"rms", b"r\xffs", 1))
+    with pytest.raises(SpecError, match=r"\[toml\] not UTF-8"):
+        specmod.load(path)
+
+
+@pytest.mark.parametrize(
+    "name", ["x", "y", "z", "out", "output", "input", "weight", "bias", "query", "key", "value", "scale", "eps", "mask",
+             "a", "b", "q", "k", "v", "data", "lhs", "rhs", "values", "indices", "cache", "positions", "alpha", "beta"],
+)
+def test_names_people_give_tensors_are_accepted(name):
+    assert specmod.check_member_name(name, "name") == name
+
+
+def test_the_reserved_names_are_derived_from_the_generated_code():
+    from xlacc import names
+
+    assert names.derive() == names.generated_identifiers(), "run `python -m xlacc.names` to rewrite xlacc/reserved_names.txt"
+    assert {"ins", "outs", "stream", "status", "backend_config", "register", "jax", "TARGET"} <= names.generated_identifiers()
+
+
+def test_signature_changes_are_noticed_and_build_settings_are_not(tmp_path):
+    spec = specmod.load(write(tmp_path, VALID))
+    recorded = VALID + f"""
+[generated]
+xlacc = "0.2.0"
+template = "blank"
+signature = "{spec.signature_digest}"
+"""
+    assert specmod.load(write(tmp_path, recorded)).signature_changes() == []
+    faster = recorded.replace('archs = ["sm_80", "sm_90a"]', 'archs = ["sm_90"]\nflags = ["-lineinfo"]')
+    assert specmod.load(write(tmp_path, faster)).signature_changes() == []
+    wider = recorded.replace("[[attrs]]", '[[inputs]]\nname = "bias"\ndtype = "f32"\n\n[[attrs]]')
+    assert specmod.load(write(tmp_path, wider)).signature_changes() != []

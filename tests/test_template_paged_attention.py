@@ -6,7 +6,7 @@ project is compiled everywhere nvcc is, and its generated tests run where a GPU 
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import shutil
 import subprocess
@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from xlacc import spec as specmod
+from xlacc.build import XLACC_INCLUDE
 from xlacc.scaffold import NewRequest, create, spec_for
 
 GXX = shutil.which("g++")
@@ -33,11 +34,12 @@ def _render(root: Path, platform: str, api: str, frameworks: list[str]) -> specm
 
 
 def _compile_command(spec: specmod.Spec) -> list[str]:
-    include = f"-I{jax.ffi.include_dir()}"
+    include = [f"-I{jax.ffi.include_dir()}", f"-I{XLACC_INCLUDE}", f"-I{spec.root}"]
+    entry = str(spec.root / spec.entry_file)
     if spec.platform == "cpu":
-        return [GXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", include, "-o", str(spec.library), str(spec.root / "kernel.cc")]
+        return [GXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", *include, "-o", str(spec.library), entry]
     gencode = ["-gencode", "arch=compute_90,code=[sm_90,compute_90]"]
-    return [NVCC, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden", *gencode, include, "-o", str(spec.library), str(spec.root / "kernel.cu")]
+    return [NVCC, "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden", *gencode, *include, "-o", str(spec.library), entry]
 
 
 @pytest.fixture(scope="module")
@@ -62,19 +64,15 @@ def projects(tmp_path_factory) -> dict[str, specmod.Spec | None]:
     return specs
 
 
-def _import(path: Path, name: str):
-    module_spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def cpu_op(projects):
     """The cpu ffi project's reference module and its op, imported into this process."""
-    root = projects["cpu-ffi"].root
-    reference = _import(root / "reference.py", "paged_attention_reference")
-    ops = _import(root / "jax_ops.py", "paged_attention_jax_ops")
+    sys.path.insert(0, str(projects["cpu-ffi"].root))
+    try:
+        reference = importlib.import_module(f"{NAME}.reference")
+        ops = importlib.import_module(f"{NAME}.jax")
+    finally:
+        sys.path.pop(0)
     ops.register()
     return reference, getattr(ops, NAME)
 

@@ -23,6 +23,7 @@ from elftools.elf.elffile import ELFFile
 
 from xlacc import scaffold
 from xlacc import spec as specmod
+from xlacc.build import XLACC_INCLUDE
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = scaffold.available_templates()
@@ -117,11 +118,14 @@ def _nvcc() -> str | None:
 
 
 def _compile_command(platform: str, include: Path, source: Path, library: Path) -> list[str]:
+    """Warnings are errors for the generated code (XLA's headers are system headers here)."""
+    includes = [f"-I{XLACC_INCLUDE}", "-I.", "-isystem", str(include)]
     if platform == "cpu":
-        return ["g++", "-O3", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", f"-I{include}", "-o", str(library), str(source)]
+        warnings = ["-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
+        return ["g++", "-O3", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", *warnings, *includes, "-o", str(library), str(source)]
     return [
-        _nvcc() or "nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
-        "-gencode", "arch=compute_90,code=[sm_90,compute_90]", f"-I{include}", "-o", str(library), str(source),
+        _nvcc() or "nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden,-Wall",
+        "-Werror", "all-warnings", "-gencode", "arch=compute_90,code=[sm_90,compute_90]", *includes, "-o", str(library), str(source),
     ]  # fmt: skip
 
 
@@ -202,7 +206,6 @@ def exported_functions(library: Path) -> set[str]:
 
 def run_python(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONDONTWRITEBYTECODE": "1"}
-    env.pop("XLACC_LIBRARY", None)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=SUBPROCESS_TIMEOUT)
 
 
@@ -242,7 +245,7 @@ def test_cpu_project_matches_its_reference_through_jax(cpu_projects, combo):
 
 LEGACY_FAILURE_SCRIPT = """\
 import jax, jax.numpy as jnp
-import jax_ops
+import {name}.jax as jax_ops
 jax_ops.register()
 inputs = [jnp.ones((4,), jnp.float32) for _ in range({n_inputs})]
 call = jax.ffi.ffi_call(jax_ops.TARGET, jax.ShapeDtypeStruct((4,), jnp.float32),
@@ -259,7 +262,7 @@ def test_cpu_legacy_failure_is_visible_under_jax(cpu_projects, template):
     project = cpu_projects[Combo(template, "cpu", "legacy", ("jax",))]
     project.require_built()
     first = project.spec.inputs[0].name
-    script = LEGACY_FAILURE_SCRIPT.format(n_inputs=len(project.spec.inputs), config=f"{first}.shape=4")
+    script = LEGACY_FAILURE_SCRIPT.format(name=project.spec.name, n_inputs=len(project.spec.inputs), config=f"{first}.shape=4")
     result = run_python(["-c", script], project.root)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"xlacc: {project.spec.target} failed:" in result.stderr
@@ -269,7 +272,8 @@ def test_cpu_legacy_failure_is_visible_under_jax(cpu_projects, template):
 
 RMS_NORM_LEADING_DIMS_SCRIPT = """\
 import numpy as np, jax.numpy as jnp
-import jax_ops, reference
+import {name}.jax as jax_ops
+from {name} import reference
 rng = np.random.default_rng(0)
 x = rng.standard_normal((2, 3, 37), dtype=np.float32)
 w = rng.standard_normal((37,), dtype=np.float32)
@@ -293,7 +297,7 @@ def test_cpu_rms_norm_flattens_leading_dims_and_passes_eps(cpu_projects, api):
 
 VMAP_SCRIPT = """\
 import numpy as np, jax, jax.numpy as jnp
-import jax_ops
+import {name}.jax as jax_ops
 x = np.arange(12, dtype=np.float32).reshape(3, 4)
 y = np.full((3, 4), 0.5, dtype=np.float32)
 got = np.asarray(jax.vmap(jax_ops.{name})(jnp.asarray(x), jnp.asarray(y)))
@@ -352,17 +356,33 @@ def test_only_the_blank_stub_carries_a_todo(tmp_path, template, platform):
 def test_blank_reference_copies_the_first_input_into_each_output_type(tmp_path):
     if "blank" not in TEMPLATES:
         pytest.skip("no blank template")
-    np = pytest.importorskip("numpy")
-    ml_dtypes = pytest.importorskip("ml_dtypes")
-    spec, meta = scaffold.spec_for(Combo("blank", "cpu", "ffi", ("jax",), signature=True).request(tmp_path))
-    namespace: dict = {}
-    exec(compile(scaffold.render(spec, meta)["reference.py"], "reference.py", "exec"), namespace)
-    operands, attrs = namespace["example_inputs"](5, np.random.default_rng(0), "bf16")
-    assert [a.dtype.name for a in operands] == ["bfloat16", "int32"]
-    assert attrs == {"scale": 1.0, "n": 3}
-    y, z, w = namespace["reference"](*operands, **attrs)
-    assert [o.dtype.name for o in (y, z, w)] == ["bfloat16", "bfloat16", "float32"]
-    x = operands[0].astype(np.float32)
-    for out in (y, z, w):
-        np.testing.assert_array_equal(out.astype(np.float32), x)
-    assert ml_dtypes.bfloat16 == z.dtype
+    pytest.importorskip("ml_dtypes")
+    scaffold.create(Combo("blank", "cpu", "ffi", ("jax",), signature=True).request(tmp_path / "blank_op"))
+    script = """
+import numpy as np, ml_dtypes
+from blank_cpu_ffi_jax_sig import reference
+operands, attrs = reference.example_inputs(5, np.random.default_rng(0), "bf16")
+assert [a.dtype.name for a in operands] == ["bfloat16", "int32"]
+assert attrs == {"scale": 1.0, "n": 3}
+y, z, w = reference.reference(*operands, **attrs)
+assert [o.dtype.name for o in (y, z, w)] == ["bfloat16", "bfloat16", "float32"]
+for out in (y, z, w):
+    np.testing.assert_array_equal(out.astype(np.float32), operands[0].astype(np.float32))
+print("ok")
+"""
+    result = run_python(["-c", script], tmp_path / "blank_op")
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_two_ops_import_and_test_side_by_side_in_one_process(cpu_projects):
+    """Each op is a package of its own: pytest runs both projects' tests in one process."""
+    first = cpu_projects[Combo("add", "cpu", "ffi", ("jax",))]
+    second = cpu_projects[Combo("rms-norm", "cpu", "legacy", ("jax",))]
+    for project in (first, second):
+        project.require_built()
+    result = run_python(["-m", "pytest", "-q", "-p", "no:cacheprovider", str(first.root), str(second.root)], first.root.parent)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    expected = sum(3 * len(p.spec.op_dtypes) + 1 for p in (first, second))
+    assert f"{expected} passed" in output, output[-2000:]

@@ -455,7 +455,8 @@ def describe_archs(archs: list[str], ptx: bool = True) -> str:
 
 
 def compile_command(compiler: toolchain.Compiler, target: Target, archs: list[str], ffi_dir: Path | None) -> list[str]:
-    include = [arg for d in (*target.search_path, *([ffi_dir] if ffi_dir else [])) for arg in ("-I", _display(d, target.root))]
+    folders = [str(XLACC_INCLUDE), *(_display(d, target.root) for d in target.include_dirs), *([str(ffi_dir)] if ffi_dir else [])]
+    include = [arg for folder in folders for arg in ("-I", folder)]
     defines = [f"-D{d}" for d in target.defines]
     sources = [_display(s, target.root) for s in target.sources]
     output = ["-o", _display(target.output, target.root)]

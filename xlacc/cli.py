@@ -101,6 +101,9 @@ def build(
     nvcc: Optional[Path] = typer.Option(None, "--nvcc", help="The nvcc to use."),
     ffi_include: Optional[Path] = typer.Option(None, "--ffi-include", help="Directory holding xla/ffi/api/ffi.h."),
     no_ptx: bool = typer.Option(False, "--no-ptx", help="Embed SASS only, no PTX for newer GPUs to JIT-compile."),
+    include_dirs: Optional[List[Path]] = typer.Option(None, "-I", "--include", help="Kernel files: an include folder (repeatable)."),
+    defines: Optional[List[str]] = typer.Option(None, "-D", "--define", help="Kernel files: a macro, NAME or NAME=VALUE (repeatable)."),
+    flags: Optional[List[str]] = typer.Option(None, "--flag", help="Kernel files: one more compiler argument (repeatable)."),
     force: bool = typer.Option(False, "--force", help="Rebuild even when the cache is fresh."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the command line and every compiler line."),
     as_json: bool = JSON_OPTION,
@@ -121,8 +124,24 @@ def build(
             verbose=verbose,
             show_progress=not as_json,
             no_ptx=no_ptx,
+            include_dirs=list(include_dirs or []),
+            defines=list(defines or []),
+            flags=list(flags or []),
         )
     )
+    raise typer.Exit(emit(report, as_json))
+
+
+@app.command()
+def update(
+    project: Path = typer.Argument(Path("."), help="The project directory."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the changes as diffs; write nothing."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Regenerate xlacc's files from xlacc.toml and this xlacc; merge your edits (never lose them)."""
+    from xlacc import update as update_mod
+
+    report = update_mod.run(update_mod.UpdateRequest(project=project, dry_run=dry_run))
     raise typer.Exit(emit(report, as_json))
 
 

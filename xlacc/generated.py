@@ -131,7 +131,7 @@ def plan_new(directory: Path, files: dict[str, str], force: bool) -> Plan:
         plan.actions[path] = Action(kind)
         plan.writes[path] = text
     for path, text in files.items():
-        plan.writes[f"{BASE_DIR}/{path}"] = text
+        plan.writes[f"{BASE_DIR}/{path}"] = without_record(text) if path == specmod.SPEC_FILE else text
     return plan
 
 
@@ -163,10 +163,13 @@ def check_writable(directory: Path, relative: str) -> Path:
 
 def write_all(directory: Path, files: dict[str, str]) -> None:
     """Write every file or none: each goes to a temporary file beside it, and only when all are
-    written are they renamed into place. New files get the mode the umask allows."""
+    written are they renamed into place. New files get the mode the umask allows; a file that
+    already holds its text is left alone."""
     pending: list[tuple[Path, Path]] = []
     try:
         for relative, text in files.items():
+            if read_text(directory / relative) == text:
+                continue
             target = check_writable(directory, relative)
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

@@ -604,8 +604,6 @@ class _Reader:
         duplicate = next((n for n in names if names.count(n) > 1), None)
         if duplicate:
             raise self.fail("inputs", f"the name {duplicate!r} is used twice; operands, results and attributes need distinct names")
-        if spec.name in names:
-            raise self.fail("op.name", f"{spec.name!r} also names an operand; the op and its operands need distinct names")
         input_names = [t.name for t in spec.inputs]
         for i, out in enumerate(spec.outputs):
             if out.like is not None and out.like not in input_names:

@@ -5,6 +5,7 @@ With no PATH, --so, --log or command, the environment is examined; otherwise onl
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ def run(request: DoctorRequest) -> Report:
     inputs = _gather(request)
     sections: list[Section] = [_empty_directory_section(d) for d in inputs.empty]
     sections += _source_sections(inputs)
+    sections += [_project_section(spec) for spec in inputs.specs]
     sections += _library_sections(request, inputs)
     data: dict = {}
     notes: list[str] = []
@@ -223,6 +225,27 @@ def _source_sections(inputs: _Inputs) -> list[Section]:
     if inputs.sources:
         sections.append(Section("entry points vs registrations and calls", "", analysis.cross))
     return sections
+
+
+CONFLICT_MARKER = re.compile(r"^<<<<<<< yours$", re.MULTILINE)
+
+
+def _project_section(spec) -> Section:
+    """A project whose spec moved on from its generated code, or holds unresolved merge conflicts."""
+    from xlacc.doctor.findings import make
+
+    findings = []
+    for change in spec.signature_changes():
+        findings.append(make("spec-changed", f"{spec.root / 'xlacc.toml'}: {change} changed since xlacc generated the code"))
+    for path in sorted(spec.generated.files) if spec.generated else []:
+        try:
+            text = (spec.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if CONFLICT_MARKER.search(text):
+            line = text.count("\n", 0, CONFLICT_MARKER.search(text).start()) + 1
+            findings.append(make("update-conflict", f"{spec.root / path}:{line}: `<<<<<<< yours` left by `xlacc update`"))
+    return Section(f"project {spec.name}", "the spec matches its generated code" if not findings else "", findings)
 
 
 def _document_findings(name: str, content: str) -> list:

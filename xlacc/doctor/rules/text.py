@@ -447,6 +447,11 @@ RULES: tuple[TextRule, ...] = (
         r"|a\s+CUDA-enabled\s+jaxlib\s+is\s+not\s+installed|NVIDIA-SMI\s+has\s+failed)",
         Cause("no-gpu", 0.8),
     ),
+    _rule(
+        "template-stub",
+        r"(?P<msg>static-global-template-stub=true[^.]{0,200}must\s+have\s+a\s+definition\s+in\s+the\s+current\s+translation\s+unit)",
+        Cause("template-stub-link", 0.9),
+    ),
 )
 
 # An HLO or StableHLO module, and the custom call it should hold.

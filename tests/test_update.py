@@ -1,0 +1,124 @@
+"""`xlacc update`: xlacc's files follow the spec and the installed xlacc; the user's edits survive."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from xlacc import build, scaffold, update
+from xlacc import spec as specmod
+from xlacc.scaffold import NewRequest
+
+
+@pytest.fixture
+def project(tmp_path):
+    scaffold.create(NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=tmp_path / "op"))
+    return tmp_path / "op"
+
+
+@pytest.fixture
+def upgraded_templates(tmp_path, monkeypatch):
+    """A copy of the templates as a newer xlacc might ship them, used from here on."""
+    newer = tmp_path / "newer-templates"
+    shutil.copytree(scaffold.templates_root(), newer)
+    monkeypatch.setattr(scaffold, "templates_root", lambda: newer)
+    return newer
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def statuses(report):
+    return report.data["files"]
+
+
+def test_an_untouched_project_is_up_to_date(project):
+    before = {p: p.read_text() for p in project.rglob("*") if p.is_file()}
+    report = update.run(update.UpdateRequest(project))
+    assert set(statuses(report).values()) == {"up to date"}
+    assert not report.failed
+    assert {p: p.read_text() for p in project.rglob("*") if p.is_file()} == before
+
+
+def test_an_upgrade_keeps_the_kernel_edit_and_merges_an_edit_to_xlaccs_file(project, upgraded_templates):
+    # The user tunes the kernel and adds a helper to xlacc's jax bindings.
+    edit(project / "kernel.cc", "  return xlacc::Status::Ok();\n}", "  return xlacc::Status::Ok();  // checked by hand\n}")
+    (project / "op" / "jax.py").write_text((project / "op" / "jax.py").read_text() + "\n\ndef twice(x, y):\n    return op(op(x, y), y)\n")
+    # The newer xlacc changes its entry points, the top of the bindings, and the kernel's header.
+    edit(upgraded_templates / "_common/project/entry_points.j2", "namespace {\n", "// Newer entry points.\nnamespace {\n")
+    edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # newer bindings\n")
+    edit(upgraded_templates / "add/kernel.cc.j2", "#include <xlacc/kernel.h>\n", "#include <xlacc/kernel.h>  // newer header line\n")
+
+    report = update.run(update.UpdateRequest(project))
+
+    assert not report.failed, report.checks
+    assert statuses(report)["op/_entry_points.cc"] == "updated"
+    assert statuses(report)["op/jax.py"] == "merged"
+    assert statuses(report)["kernel.cc"] == "merged"
+    kernel = (project / "kernel.cc").read_text()
+    assert "// checked by hand" in kernel and "// newer header line" in kernel
+    bindings = (project / "op" / "jax.py").read_text()
+    assert "def twice(x, y):" in bindings and "import ctypes  # newer bindings" in bindings
+    assert "// Newer entry points." in (project / "op" / "_entry_points.cc").read_text()
+    # The merged files still count as edited, so the next update merges again instead of replacing.
+    again = update.run(update.UpdateRequest(project))
+    assert statuses(again)["op/jax.py"] == "up to date" and "def twice" in (project / "op" / "jax.py").read_text()
+    assert build.build_spec(specmod.load(project)).ok
+
+
+def test_a_conflict_is_marked_in_the_file_and_fails_the_update(project, upgraded_templates):
+    edit(project / "kernel.cc", "#include <xlacc/kernel.h>\n", "#include <xlacc/kernel.h>  // mine\n")
+    edit(upgraded_templates / "add/kernel.cc.j2", "#include <xlacc/kernel.h>\n", "#include <xlacc/kernel.h>  // theirs\n")
+    report = update.run(update.UpdateRequest(project))
+    assert report.failed and statuses(report)["kernel.cc"] == "conflict"
+    assert [f.code for f in report.findings] == ["update-conflict"]
+    text = (project / "kernel.cc").read_text()
+    assert "<<<<<<< yours\n#include <xlacc/kernel.h>  // mine\n=======\n#include <xlacc/kernel.h>  // theirs\n>>>>>>> xlacc" in text
+
+
+def test_dry_run_shows_the_diff_and_writes_nothing(project, upgraded_templates):
+    edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # newer bindings\n")
+    before = (project / "op" / "jax.py").read_text()
+    report = update.run(update.UpdateRequest(project, dry_run=True))
+    assert statuses(report)["op/jax.py"] == "updated"
+    assert any("+import ctypes  # newer bindings" in note for note in report.notes)
+    assert (project / "op" / "jax.py").read_text() == before
+
+
+def test_a_new_signature_regenerates_bindings_and_the_user_files_nobody_edited(tmp_path):
+    project = tmp_path / "op"
+    scaffold.create(NewRequest(name="op", template="blank", platform="cpu", frameworks=["jax"], inputs=["x"], directory=project))
+    spec_file = project / specmod.SPEC_FILE
+    edit(spec_file, "[[outputs]]", '[[inputs]]\nname = "bias"\ndtype = "f32"\n\n[[outputs]]')
+
+    stale = build.build_spec(specmod.load(project))
+    assert not stale.ok and [f.code for f in stale.findings] == ["spec-changed"]
+
+    report = update.run(update.UpdateRequest(project))
+    assert not report.failed
+    assert statuses(report)["op/_entry_points.cc"] == "updated" and statuses(report)["kernel.cc"] == "updated"
+    assert "const xlacc::Tensor& bias" in (project / "kernel.cc").read_text()
+    assert specmod.load(project).signature_changes() == []
+    assert build.build_spec(specmod.load(project)).ok
+
+
+def test_deleted_files_the_user_removed_stay_deleted_and_xlaccs_come_back(project):
+    (project / "test_op.py").unlink()
+    (project / "op" / "_entry_points.cc").unlink()
+    report = update.run(update.UpdateRequest(project))
+    assert statuses(report)["test_op.py"] == "left deleted" and not (project / "test_op.py").exists()
+    assert statuses(report)["op/_entry_points.cc"] == "added" and (project / "op" / "_entry_points.cc").is_file()
+
+
+def test_an_edited_file_without_its_merge_base_is_never_overwritten(project, upgraded_templates):
+    edit(project / "op" / "jax.py", "import ctypes\n", "import ctypes  # mine\n")
+    shutil.rmtree(project / ".xlacc")
+    edit(upgraded_templates / "_common/project/jax.py.j2", "def register():", "def register():  # newer")
+    report = update.run(update.UpdateRequest(project))
+    assert report.failed and statuses(report)["op/jax.py"] == "conflict"
+    assert "# mine" in (project / "op" / "jax.py").read_text()
+    assert "def register():  # newer" in (project / "op" / "jax.py.xlacc-new").read_text()
