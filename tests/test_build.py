@@ -652,3 +652,80 @@ def test_pip_toolchain_is_found_and_compiles(in_tmp, monkeypatch):
 def test_gencode_flags_without_ptx_embed_sass_only():
     assert build.gencode_flags(["sm_80"], ptx=False) == ["-gencode", "arch=compute_80,code=sm_80"]
     assert build.describe_archs(["sm_80"], ptx=False) == "sm_80 (SASS only, no PTX)"
+
+
+# -- kernel files with include folders, macros and flags; what the library is -------------------
+
+
+def test_include_folders_defines_and_flags_reach_the_compiler(in_tmp):
+    write(in_tmp / "inc" / "scale.h", "#define SCALE_BY(x) ((x) * FACTOR)\n")
+    source = write(in_tmp / "k.cc", '#include "scale.h"\nextern "C" int xk_scale(int a) { return SCALE_BY(a); }\n')
+    report = build.run(request(source, include_dirs=[in_tmp / "inc"], defines=["FACTOR=3"], flags=["-fno-exceptions"], symbols=["xk_scale"]))
+    assert report.code() == 0, report.to_json()
+    command = report.data["command"]
+    assert command[command.index("inc") - 1] == "-I" and "-DFACTOR=3" in command and "-fno-exceptions" in command
+    assert ctypes.CDLL(report.data["library"]).xk_scale(5) == 15
+    assert checks_by_name(report)["library"].detail.endswith("build/libk.so")
+    edited = build.run(request(source, include_dirs=[in_tmp / "inc"], defines=["FACTOR=4"], flags=["-fno-exceptions"], symbols=["xk_scale"]))
+    assert edited.data["cached"] is False  # another macro is another build
+
+
+def test_a_flag_with_a_space_is_refused(in_tmp):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    with pytest.raises(UsageError, match="one compiler argument per --flag"):
+        build.run(request(source, flags=["-O2 -g"]))
+
+
+def test_a_project_takes_its_flags_from_xlacc_toml_not_the_command_line(tmp_path):
+    make_project(tmp_path / "twice", "cpu", "legacy", '"torch-xla"', "int x;\n")
+    with pytest.raises(UsageError, match=r"\[build\] in its xlacc.toml"):
+        build.run(request(tmp_path / "twice", defines=["N=1"]))
+
+
+def test_a_header_in_the_kernel_folder_is_part_of_the_cache_key(tmp_path):
+    from xlacc import scaffold
+
+    scaffold.create(scaffold.NewRequest(name="hdr", template="add", platform="cpu", frameworks=["jax"], directory=tmp_path / "hdr"))
+    project = tmp_path / "hdr"
+    write(project / "tuning.h", "constexpr int kUnroll = 4;\n")
+    kernel = project / "kernel.cc"
+    kernel.write_text(kernel.read_text().replace("#include <xlacc/kernel.h>\n", '#include <xlacc/kernel.h>\n#include "tuning.h"\n'))
+    assert build.build_spec(spec.load(project)).ok
+    assert build.is_stale(spec.load(project)) is False
+    write(project / "tuning.h", "constexpr int kUnroll = 8;\n")
+    assert build.is_stale(spec.load(project)) is True  # kernel.cc reaches it through the entry points
+
+
+def test_entry_points_of_a_plain_file_are_verified_without_symbol(in_tmp):
+    source = write(
+        in_tmp / "legacy.cc",
+        """
+        #include <cstddef>
+        struct XlaCustomCallStatus_;
+        extern "C" __attribute__((visibility("default")))
+        void my_op(void* out, const void** in, const char* opaque, size_t opaque_len, XlaCustomCallStatus_* status) {}
+        """,
+    )
+    report = build.run(request(source))
+    assert checks_by_name(report)["symbol my_op"].ok, report.to_json()
+
+
+@needs_nvcc
+def test_a_template_launched_from_another_file_is_diagnosed(in_tmp):
+    write(in_tmp / "kern.cuh", "template <typename T> __global__ void scale(T* x, int n);\n")
+    write(
+        in_tmp / "kern.cu",
+        """
+        #include "kern.cuh"
+        template <typename T> __global__ void scale(T* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2; }
+        template __global__ void scale<float>(float*, int);
+        """,
+    )
+    launch = write(in_tmp / "launch.cu", '#include "kern.cuh"\nextern "C" void run(float* x, int n) { scale<float><<<1, 32>>>(x, n); }\n')
+    report = build.run(request(in_tmp / "kern.cu", launch, archs="sm_90"))
+    assert report.code() == 1
+    stub = next(f for f in report.findings if f.code == "template-stub-link")
+    assert "undefined reference to `void scale<float>(float*, int)'" in stub.evidence
+    assert "-static-global-template-stub=false" in stub.fix
+    fixed = build.run(request(in_tmp / "kern.cu", launch, archs="sm_90", flags=["-static-global-template-stub=false"], symbols=["run"]))
+    assert fixed.code() == 0, fixed.to_json()

@@ -58,7 +58,7 @@ def test_sm80_only_build_is_diagnosed_as_arch_mismatch(tmp_path):
     toml.write_text(toml.read_text().replace('archs = "auto"', 'archs = ["sm_80"]').replace("ptx = true", "ptx = false"))
     assert xlacc("build", cwd=project).returncode == 0  # it does hold sm_80, as asked
 
-    doctor = xlacc("doctor", "--so", "build/libold_arch.so", "--json", cwd=project)
+    doctor = xlacc("doctor", "--so", "old_arch/libold_arch.so", "--json", cwd=project)
     assert doctor.returncode == 1 and "arch-mismatch" in codes(json.loads(doctor.stdout)), doctor.stdout
 
     smoke = xlacc("run-smoke", "--json", cwd=project)
@@ -68,7 +68,7 @@ def test_sm80_only_build_is_diagnosed_as_arch_mismatch(tmp_path):
 
 def test_legacy_entry_registered_as_typed_ffi_crash_is_diagnosed(tmp_path):
     project = new_cuda_project(tmp_path, "mixed", api="legacy")
-    ops = project / "jax_ops.py"
+    ops = project / "mixed" / "jax.py"
     # The mistake: the legacy entry point registered in the typed FFI registry.
     ops.write_text(ops.read_text().replace("REGISTER_API_VERSION = 0", "REGISTER_API_VERSION = 1"))
     smoke = xlacc("run-smoke", "--json", cwd=project)

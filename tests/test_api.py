@@ -1,0 +1,66 @@
+"""xlacc from Python: load() builds when stale and imports the op's package; the wheel carries it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import xlacc
+from xlacc import api, scaffold
+
+pytest.importorskip("jax", reason="the op runs through jax")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("api") / "api_add"
+    scaffold.create(scaffold.NewRequest(name="api_add", template="add", platform="cpu", frameworks=["jax"], directory=root))
+    return root
+
+
+def test_load_builds_and_returns_the_package_whose_op_runs(project):
+    script = f"""
+import numpy as np, xlacc
+pkg = xlacc.load({str(project)!r})
+assert pkg.LIBRARY.is_file() and pkg.__name__ == "api_add"
+out = pkg.jax.api_add(np.arange(4, dtype=np.float32), np.ones(4, np.float32))
+print(np.asarray(out).tolist())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[1.0, 2.0, 3.0, 4.0]"
+
+
+def test_build_and_doctor_return_the_report_the_command_line_renders(project):
+    report = api.build(project)
+    assert not report.failed and report.data["cached"] in (True, False)
+    assert api.build(project).data["cached"] is True
+    diagnosis = api.doctor(project)
+    assert not diagnosis.failed and any(c.name == "project api_add" for c in diagnosis.checks)
+
+
+def test_load_raises_with_the_compiler_errors(tmp_path):
+    root = tmp_path / "broken"
+    scaffold.create(scaffold.NewRequest(name="broken", template="add", platform="cpu", frameworks=["jax"], directory=root))
+    (root / "kernel.cc").write_text((root / "kernel.cc").read_text() + "\nthis is not C++;\n")
+    with pytest.raises(api.BuildError, match="compile-error") as info:
+        xlacc.load(root)
+    assert any(f.code == "compile-error" for f in info.value.report.findings)
+
+
+def test_pip_install_builds_the_library_into_the_wheel(project, tmp_path):
+    pytest.importorskip("hatchling", reason="building a project's wheel needs hatchling")
+    target = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target), str(project)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (target / "api_add" / "libapi_add.so").is_file()
+    script = "import numpy as np, api_add.jax as ops; print(float(ops.api_add(np.ones(3, np.float32), np.ones(3, np.float32))[0]))"
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "2.0", run.stderr[-3000:]
