@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from xlacc import build, scaffold, update
+from xlacc import build, scaffold, smoke, update
 from xlacc import spec as specmod
 from xlacc.scaffold import NewRequest
 
@@ -97,6 +97,9 @@ def test_a_new_signature_regenerates_bindings_and_the_user_files_nobody_edited(t
 
     stale = build.build_spec(specmod.load(project))
     assert not stale.ok and [f.code for f in stale.findings] == ["spec-changed"]
+    smoke_report = smoke.run(smoke.SmokeRequest(project, None, None, 0, None, None, 60.0, False))
+    assert smoke_report.failed and [f.code for f in smoke_report.findings] == ["spec-changed"]
+    assert not any(c.name.startswith(("jax", "registration")) for c in smoke_report.checks)  # nothing ran
 
     report = update.run(update.UpdateRequest(project))
     assert not report.failed
