@@ -35,6 +35,8 @@ EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK"})
 EXPORTED_VISIBILITIES = frozenset({"DEFAULT", "PROTECTED"})
 DF_1_PIE = 0x08000000
 ELF64_HEADER_SIZE = 64
+# What pyelftools raises on a damaged file (a bad offset seeks nowhere, a bad index overflows).
+CORRUPT_ELF_ERRORS = (_PyElfError, struct.error, ValueError, IndexError, KeyError, OverflowError, OSError)
 
 # Short names for e_machine; pyelftools' describe_e_machine ("Advanced Micro Devices X86-64")
 # is the fallback for machines not listed here.
@@ -182,7 +184,7 @@ def open_elf(path: str | Path) -> Iterator[ELFFile]:
     with path.open("rb") as stream:
         try:
             elf = ELFFile(stream)
-        except (_PyElfError, struct.error) as exc:
+        except CORRUPT_ELF_ERRORS as exc:
             size = path.stat().st_size
             kind = "truncated" if size < ELF64_HEADER_SIZE else "invalid"
             message = f"{path}: unreadable ELF header ({size} bytes; {_one_line(exc)})"
@@ -190,7 +192,9 @@ def open_elf(path: str | Path) -> Iterator[ELFFile]:
         try:
             _require_complete(path, elf)
             yield elf
-        except (_PyElfError, struct.error) as exc:
+        except ElfError:
+            raise
+        except CORRUPT_ELF_ERRORS as exc:  # pyelftools following offsets a damaged file gets wrong
             raise ElfError("invalid", f"{path}: corrupt ELF file ({_one_line(exc)})") from exc
 
 
@@ -356,7 +360,7 @@ def _read_symtab(path: Path) -> dict[str, SymbolInfo]:
                 info = _symbol_info(symbol)
                 if info.defined or info.name not in symbols:
                     symbols[info.name] = info
-    except (OSError, _PyElfError, struct.error):
+    except CORRUPT_ELF_ERRORS:
         return symbols
     return symbols
 

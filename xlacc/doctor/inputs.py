@@ -1,0 +1,317 @@
+"""What doctor reads and how: file kinds, folder walks, code blocks of notes and notebooks, and logs
+read in bounded memory.
+
+Folder walks never follow a symbolic link (a loop cannot hang them, a link to /usr/include is not
+read as the project's code) and stop at :data:`MAX_FILES` files or :data:`MAX_ENTRIES` directory
+entries. Logs and a command's output are streamed: doctor keeps the first and last lines, and in
+between every line that names something the text rules look for (with a few lines around it, for
+messages a logger wrapped), so a 200 MB log costs seconds and a few MB of memory, and no line longer
+than :data:`MAX_LINE` reaches a rule.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import BinaryIO, Iterator
+
+from xlacc.doctor.program import SourceFile
+from xlacc.errors import UsageError
+
+C_SUFFIXES = frozenset({".cu", ".cuh", ".cc", ".cpp", ".cxx", ".c", ".h", ".hpp", ".hh"})
+PY_SUFFIXES = frozenset({".py"})
+SH_SUFFIXES = frozenset({".sh", ".bash"})
+TEXT_SUFFIXES = frozenset({".md", ".txt", ".log", ".hlo", ".mlir", ".out", ".err", ".rst"})
+NOTEBOOK_SUFFIXES = frozenset({".ipynb"})
+SKIPPED_DIRECTORIES = frozenset(
+    {".git", ".hg", "build", "dist", "__pycache__", ".venv", "venv", "node_modules", ".pytest_cache", ".mypy_cache", ".tox",
+     "site-packages", "third_party", "external"}
+)
+MAX_FILES = 400
+MAX_ENTRIES = 20_000
+MAX_SOURCE_BYTES = 2_000_000  # a source or note bigger than this is read as its first 2 MB
+MAX_LINE = 4096  # longer lines are cut before any rule sees them
+LOG_HEAD_LINES = 200
+LOG_TAIL_LINES = 400
+CONTEXT_LINES = 3
+MAX_KEPT_BYTES = 4_000_000  # of matching lines in the middle of a log
+CHUNK_BYTES = 1 << 20
+ELF_MAGIC = b"\x7fELF"
+
+FENCE_LANGUAGES = {
+    "c": ("cuda", "cu", "cpp", "c++", "cc", "c", "cxx", "h", "hpp", "cuh"),
+    "py": ("python", "py", "python3", "ipython", "pycon"),
+    "sh": ("bash", "sh", "shell", "console", "zsh"),
+    "text": ("text", "txt", "log", "hlo", "mlir", "plaintext"),
+}
+# Code fences: the opening line, then the body up to a closing fence of the same kind and indent.
+FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]{0,8})(?P<fence>```+|~~~+)[ \t]*(?P<lang>[\w+.-]{0,40})[^\n]*$", re.M)
+GUESSES = (
+    ("text", re.compile(r"\bHloModule\b|\bENTRY\s+%|custom-call\(|stablehlo\.")),
+    ("c", re.compile(r"#include|__global__|extern\s+\"C\"|<<<|\bXLA_FFI_")),
+    ("py", re.compile(r"^\s*(?:import|from)\s+\w|^\s*def\s+\w+\(|^\s*@\w", re.M)),
+    ("sh", re.compile(r"^\s*(?:\$\s+)?(?:nvcc|python3?|export|cd|LD_PRELOAD=|pip)\b", re.M)),
+)
+
+
+# -- kinds and blocks -------------------------------------------------------------------------------
+
+
+def kind_of(path: PurePath) -> str | None:
+    suffix = path.suffix.lower()
+    for kind, suffixes in (("c", C_SUFFIXES), ("py", PY_SUFFIXES), ("sh", SH_SUFFIXES), ("text", TEXT_SUFFIXES), ("notebook", NOTEBOOK_SUFFIXES)):
+        if suffix in suffixes:
+            return kind
+    return None
+
+
+def guess_kind(body: str) -> str:
+    return next((kind for kind, pattern in GUESSES if pattern.search(body)), "text")
+
+
+def code_blocks(name: str, text: str) -> list[SourceFile]:
+    """The fenced code blocks of a Markdown document (or a note written like one)."""
+    blocks = []
+    position = 0
+    while True:
+        opening = FENCE_OPEN.search(text, position)
+        if opening is None:
+            return blocks
+        fence = opening.group("fence")
+        closing = re.compile(rf"^{re.escape(opening.group('indent'))}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
+        body_start = opening.end() + 1
+        end = closing.search(text, body_start)
+        if end is None:
+            return blocks
+        body = text[body_start : end.start()]
+        lang = opening.group("lang").lower()
+        kind = next((k for k, names in FENCE_LANGUAGES.items() if lang in names), None) or guess_kind(body)
+        first_line = text.count("\n", 0, body_start)
+        blocks.append(SourceFile(f"{name}:{first_line + 1}", kind, body, name, first_line))
+        position = end.end()
+
+
+def notebook_parts(name: str, text: str) -> tuple[list[SourceFile], str]:
+    """A Jupyter notebook's code cells (as Python blocks) and its Markdown and outputs (as text).
+
+    Line numbers count the cells' lines in order, as a reader scrolling the notebook would."""
+    try:
+        cells = json.loads(text).get("cells", [])
+    except (ValueError, AttributeError, RecursionError):
+        return [], text
+    blocks, prose, line = [], [], 0
+    for index, cell in enumerate(cells if isinstance(cells, list) else []):
+        if not isinstance(cell, dict):
+            continue
+        source = _cell_text(cell.get("source"))
+        if cell.get("cell_type") == "code":
+            # IPython magics and shell escapes are not Python.
+            code = "\n".join("" if l.lstrip().startswith(("%", "!")) else l for l in source.splitlines())
+            blocks.append(SourceFile(f"{name}:cell {index + 1}", "py", code, name, line))
+            for output in cell.get("outputs", []) if isinstance(cell.get("outputs"), list) else []:
+                if isinstance(output, dict):
+                    prose.append(_cell_text(output.get("text")) + "\n".join(output.get("traceback", []) or []))
+        else:
+            prose.append(source)
+        line += source.count("\n") + 1
+    return blocks, "\n".join(prose)
+
+
+def _cell_text(value) -> str:
+    if isinstance(value, list):
+        return "".join(v for v in value if isinstance(v, str))
+    return value if isinstance(value, str) else ""
+
+
+# -- files and folders ------------------------------------------------------------------------------
+
+
+def read_text(path: Path, limit: int = MAX_SOURCE_BYTES) -> str:
+    """A file's text (its first ``limit`` bytes), never raising for its content."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(limit)
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory; --log and --so take a file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return data.decode("utf-8", errors="replace").replace("\0", "")
+
+
+def is_elf(path: Path) -> bool:
+    try:
+        with path.open("rb") as stream:
+            return stream.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+@dataclass
+class Walk:
+    files: list[Path] = field(default_factory=list)
+    links_skipped: int = 0
+    truncated: bool = False  # stopped at MAX_FILES or MAX_ENTRIES
+
+
+def walk(directory: Path, wanted=kind_of, max_files: int = MAX_FILES, max_entries: int = MAX_ENTRIES) -> Walk:
+    """Files under ``directory`` whose kind doctor reads, sorted, without following any link."""
+    result = Walk()
+    pending = [directory]
+    entries = 0
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as listing:
+                children = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirectories = []
+        for entry in children:
+            entries += 1
+            if entries > max_entries or len(result.files) >= max_files:
+                result.truncated = True
+                return _sorted(result)
+            try:
+                if entry.is_symlink():
+                    result.links_skipped += 1
+                elif entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIPPED_DIRECTORIES and not entry.name.startswith("."):
+                        subdirectories.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False) and wanted(PurePath(entry.name)) is not None:
+                    result.files.append(Path(entry.path))
+            except OSError:
+                continue
+        pending.extend(reversed(subdirectories))
+    return _sorted(result)
+
+
+def _sorted(result: Walk) -> Walk:
+    result.files.sort()
+    return result
+
+
+# -- logs -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class LogText:
+    """What was kept of a log: its text (head, matching lines with context, tail) and its size."""
+
+    text: str
+    lines: int
+    bytes: int
+    omitted: int  # lines not kept
+
+    @property
+    def cut(self) -> bool:
+        return self.omitted > 0
+
+
+class LogCollector:
+    """Fed bytes in chunks (a file, a child's pipe); keeps a bounded head, tail and matching middle.
+
+    ``interesting`` is a compiled pattern of the words text rules look for; a line matching it is
+    kept with :data:`CONTEXT_LINES` lines on each side."""
+
+    def __init__(self, interesting: re.Pattern[str] | None):
+        self.interesting = interesting
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.partial = ""
+        self.head: list[str] = []
+        self.middle: list[tuple[int, str]] = []  # (line number, line)
+        self.middle_bytes = 0
+        self.recent: deque[tuple[int, str]] = deque(maxlen=LOG_TAIL_LINES)
+        self.count = 0
+        self.bytes = 0
+        self.keep_after = -1  # keep lines up to this number (context after a match)
+
+    def feed(self, data: bytes) -> None:
+        self.bytes += len(data)
+        text = self.partial + self.decoder.decode(data).replace("\0", "")
+        lines = text.split("\n")
+        self.partial = lines.pop()
+        if len(self.partial) > MAX_LINE * 4:  # a newline-free flood: cut it into lines
+            lines.append(self.partial[:MAX_LINE])
+            self.partial = ""
+        self._lines(lines)
+
+    def _lines(self, lines: list[str]) -> None:
+        interesting = self.interesting
+        if len(lines) > LOG_HEAD_LINES and self.count > LOG_HEAD_LINES and self.count > self.keep_after:
+            if interesting is None or interesting.search("\n".join(lines)) is None:
+                self._plain(lines)  # nothing to keep in this chunk: only the tail moves
+                return
+        for line in lines:
+            if len(line) > MAX_LINE:
+                line = line[:MAX_LINE]
+            number = self.count
+            self.count += 1
+            if number < LOG_HEAD_LINES:
+                self.head.append(line)
+                continue
+            if interesting is not None and interesting.search(line):
+                for earlier, text in list(self.recent)[-CONTEXT_LINES:]:
+                    self._keep(earlier, text)
+                self._keep(number, line)
+                self.keep_after = number + CONTEXT_LINES
+            elif number <= self.keep_after:
+                self._keep(number, line)
+            self.recent.append((number, line))
+
+    def _plain(self, lines: list[str]) -> None:
+        start = self.count
+        self.count += len(lines)
+        self.recent.extend((start + i, line[:MAX_LINE]) for i, line in enumerate(lines[-LOG_TAIL_LINES:], len(lines) - min(len(lines), LOG_TAIL_LINES)))
+
+    def _keep(self, number: int, text: str) -> None:
+        if (self.middle and self.middle[-1][0] >= number) or self.middle_bytes > MAX_KEPT_BYTES:
+            return
+        self.middle.append((number, text))
+        self.middle_bytes += len(text) + 1
+
+    def finish(self) -> LogText:
+        tail = self.decoder.decode(b"", final=True)
+        if self.partial or tail:
+            self._lines([(self.partial + tail)[:MAX_LINE]])
+            self.partial = ""
+        recent = list(self.recent)
+        first_recent = recent[0][0] if recent else self.count
+        kept = [(n, t) for n, t in self.middle if n < first_recent]
+        parts: list[str] = list(self.head)
+        previous = len(self.head) - 1
+        omitted = 0
+        for number, text in kept + recent:
+            if number > previous + 1:
+                omitted += number - previous - 1
+                parts.append("")  # a gap: an empty line keeps messages on either side apart
+            parts.append(text)
+            previous = number
+        return LogText("\n".join(parts), self.count, self.bytes, omitted)
+
+
+def read_log(stream: BinaryIO, interesting: re.Pattern[str] | None) -> LogText:
+    collector = LogCollector(interesting)
+    while True:
+        chunk = stream.read(CHUNK_BYTES)
+        if not chunk:
+            return collector.finish()
+        collector.feed(chunk)
+
+
+def read_log_file(path: Path, interesting: re.Pattern[str] | None) -> LogText:
+    try:
+        with path.open("rb") as stream:
+            return read_log(stream, interesting)
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory; --log takes a file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def lines_of(text: str) -> Iterator[str]:
+    return iter(text.splitlines())
