@@ -49,7 +49,7 @@ def analyze(files: list[SourceFile]) -> SourceReport:
         count(facts.name, "registration", len(facts.registrations))
         count(facts.name, "custom call", len(facts.calls))
         if facts.syntax_error:
-            count(facts.name, "unparsed Python block", 1)
+            count(facts.name, f"unparsed Python block ({facts.syntax_error})", 1)
     for file in files:
         if file.kind in ("py", "sh"):
             by_group[file.group].extend(python.ld_preload_findings(file))

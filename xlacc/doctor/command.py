@@ -58,7 +58,7 @@ def check_timeout(timeout: float) -> float:
     return float(timeout)
 
 
-def run(argv: list[str], timeout: float = DEFAULT_TIMEOUT_S, interesting: re.Pattern[str] | None = None) -> CommandResult:
+def run(argv: list[str], timeout: float = DEFAULT_TIMEOUT_S, interesting: inputs.Interesting | None = None) -> CommandResult:
     """Run ``argv`` with stdout and stderr merged; a timeout is a result, a missing program is not."""
     timeout = check_timeout(timeout)
     start = time.monotonic()

@@ -18,7 +18,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, Protocol
 
 from xlacc.doctor.program import SourceFile
 from xlacc.errors import UsageError
@@ -39,7 +39,8 @@ MAX_LINE = 4096  # longer lines are cut before any rule sees them
 LOG_HEAD_LINES = 200
 LOG_TAIL_LINES = 400
 CONTEXT_LINES = 3
-MAX_KEPT_BYTES = 4_000_000  # of matching lines in the middle of a log
+MAX_KEPT_BYTES = 4_000_000  # of matching lines in the middle of a log: its first and last halves
+GROUP_LINES = 16
 CHUNK_BYTES = 1 << 20
 ELF_MAGIC = b"\x7fELF"
 
@@ -198,6 +199,10 @@ def _sorted(result: Walk) -> Walk:
 # -- logs -----------------------------------------------------------------------------------------
 
 
+class Interesting(Protocol):
+    def search(self, text: str) -> object: ...  # truthy when the text names something a rule reads
+
+
 @dataclass
 class LogText:
     """What was kept of a log: its text (head, matching lines with context, tail) and its size."""
@@ -215,20 +220,26 @@ class LogText:
 class LogCollector:
     """Fed bytes in chunks (a file, a child's pipe); keeps a bounded head, tail and matching middle.
 
-    ``interesting`` is a compiled pattern of the words text rules look for; a line matching it is
-    kept with :data:`CONTEXT_LINES` lines on each side."""
+    ``interesting`` tells a text that names something the text rules look for
+    (:func:`xlacc.doctor.rules.text.interesting`). Lines are tested in groups of
+    :data:`GROUP_LINES` (one substring pass per word, not a Python loop per line); a matching group
+    is kept whole, with :data:`CONTEXT_LINES` lines on each side for messages a logger wrapped.
+    Of the middle, the first and the last :data:`MAX_KEPT_BYTES` / 2 are kept: a log full of
+    matching lines costs no more than that, and its first and last errors both survive."""
 
-    def __init__(self, interesting: re.Pattern[str] | None):
+    def __init__(self, interesting: Interesting | None):
         self.interesting = interesting
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.partial = ""
         self.head: list[str] = []
-        self.middle: list[tuple[int, str]] = []  # (line number, line)
-        self.middle_bytes = 0
+        self.early: list[tuple[int, str]] = []  # kept lines (number, text), in order, first half
+        self.early_bytes = 0
+        self.late: deque[tuple[int, str]] = deque()  # the last kept lines, second half
+        self.late_bytes = 0
         self.recent: deque[tuple[int, str]] = deque(maxlen=LOG_TAIL_LINES)
         self.count = 0
         self.bytes = 0
-        self.keep_after = -1  # keep lines up to this number (context after a match)
+        self.keep_until = -1  # context after a match: keep lines up to this number
 
     def feed(self, data: bytes) -> None:
         self.bytes += len(data)
@@ -241,38 +252,49 @@ class LogCollector:
         self._lines(lines)
 
     def _lines(self, lines: list[str]) -> None:
+        if self.count < LOG_HEAD_LINES:
+            taken = lines[: LOG_HEAD_LINES - self.count]
+            self.head.extend(line[:MAX_LINE] for line in taken)
+            self.count += len(taken)
+            lines = lines[len(taken) :]
+        if not lines:
+            return
         interesting = self.interesting
-        if len(lines) > LOG_HEAD_LINES and self.count > LOG_HEAD_LINES and self.count > self.keep_after:
-            if interesting is None or interesting.search("\n".join(lines)) is None:
-                self._plain(lines)  # nothing to keep in this chunk: only the tail moves
-                return
-        for line in lines:
-            if len(line) > MAX_LINE:
-                line = line[:MAX_LINE]
-            number = self.count
-            self.count += 1
-            if number < LOG_HEAD_LINES:
-                self.head.append(line)
-                continue
-            if interesting is not None and interesting.search(line):
-                for earlier, text in list(self.recent)[-CONTEXT_LINES:]:
-                    self._keep(earlier, text)
-                self._keep(number, line)
-                self.keep_after = number + CONTEXT_LINES
-            elif number <= self.keep_after:
-                self._keep(number, line)
-            self.recent.append((number, line))
+        if self.count > self.keep_until and (interesting is None or not interesting.search("\n".join(lines))):
+            self._recent(lines)
+            return
+        for start in range(0, len(lines), GROUP_LINES):
+            group = [line[:MAX_LINE] for line in lines[start : start + GROUP_LINES]]
+            first = self.count
+            if interesting is not None and interesting.search("\n".join(group)):
+                for number, line in list(self.recent)[-CONTEXT_LINES:]:
+                    self._keep(number, line)
+                for offset, line in enumerate(group):
+                    self._keep(first + offset, line)
+                self.keep_until = first + len(group) - 1 + CONTEXT_LINES
+            else:
+                for offset, line in enumerate(group[: max(0, self.keep_until - first + 1)]):
+                    self._keep(first + offset, line)
+            self._recent(group)
 
-    def _plain(self, lines: list[str]) -> None:
+    def _recent(self, lines: list[str]) -> None:
         start = self.count
         self.count += len(lines)
-        self.recent.extend((start + i, line[:MAX_LINE]) for i, line in enumerate(lines[-LOG_TAIL_LINES:], len(lines) - min(len(lines), LOG_TAIL_LINES)))
+        skip = max(0, len(lines) - LOG_TAIL_LINES)
+        self.recent.extend((start + i, line[:MAX_LINE]) for i, line in enumerate(lines[skip:], skip))
 
     def _keep(self, number: int, text: str) -> None:
-        if (self.middle and self.middle[-1][0] >= number) or self.middle_bytes > MAX_KEPT_BYTES:
+        last = self.late[-1][0] if self.late else (self.early[-1][0] if self.early else -1)
+        if number <= last:
             return
-        self.middle.append((number, text))
-        self.middle_bytes += len(text) + 1
+        if self.early_bytes < MAX_KEPT_BYTES // 2 and not self.late:
+            self.early.append((number, text))
+            self.early_bytes += len(text) + 1
+            return
+        self.late.append((number, text))
+        self.late_bytes += len(text) + 1
+        while self.late_bytes > MAX_KEPT_BYTES // 2:
+            self.late_bytes -= len(self.late.popleft()[1]) + 1
 
     def finish(self) -> LogText:
         tail = self.decoder.decode(b"", final=True)
@@ -281,7 +303,7 @@ class LogCollector:
             self.partial = ""
         recent = list(self.recent)
         first_recent = recent[0][0] if recent else self.count
-        kept = [(n, t) for n, t in self.middle if n < first_recent]
+        kept = [(n, t) for n, t in self.early + list(self.late) if n < first_recent]
         parts: list[str] = list(self.head)
         previous = len(self.head) - 1
         omitted = 0
@@ -294,7 +316,7 @@ class LogCollector:
         return LogText("\n".join(parts), self.count, self.bytes, omitted)
 
 
-def read_log(stream: BinaryIO, interesting: re.Pattern[str] | None) -> LogText:
+def read_log(stream: BinaryIO, interesting: Interesting | None) -> LogText:
     collector = LogCollector(interesting)
     while True:
         chunk = stream.read(CHUNK_BYTES)
@@ -303,7 +325,7 @@ def read_log(stream: BinaryIO, interesting: re.Pattern[str] | None) -> LogText:
         collector.feed(chunk)
 
 
-def read_log_file(path: Path, interesting: re.Pattern[str] | None) -> LogText:
+def read_log_file(path: Path, interesting: Interesting | None) -> LogText:
     try:
         with path.open("rb") as stream:
             return read_log(stream, interesting)
