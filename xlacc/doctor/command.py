@@ -31,6 +31,7 @@ KILL_GRACE_S = 2.0
 READ_BYTES = 1 << 16
 OUTPUT_TAIL_LINES = 20
 MAX_PROGRAM_FILES = 60
+IMPORT_DEPTH = 3
 PYTHON = re.compile(r"(?:^|/)(?:python[\d.]*|pypy[\d.]*)$")
 RUNNERS = ("pytest", "py.test")
 
@@ -183,23 +184,65 @@ def _existing(word: str, cwd: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def program_files(script: Path, libraries: list[str], cwd: Path) -> tuple[list[Path], list[Path]]:
-    """(sources, libraries) of the program a script runs: the script, the sources and notes beside
-    it, and for each library it loads by a constant path, the library and the sources beside it
-    (or its project's, for ``PROJECT/build/libNAME.so``)."""
-    folders = [script.parent]
-    found_libraries = []
-    for text in libraries:
-        for base in (cwd, script.parent):
-            candidate = (base / text).resolve() if not Path(text).is_absolute() else Path(text)
-            if candidate.is_file():
-                found_libraries.append(candidate)
-                folders.append(candidate.parent)
-                if candidate.parent.name == "build":
-                    folders.append(candidate.parent.parent)
+def local_modules(script: Path, imports: list[str]) -> list[Path]:
+    """The files of the script's own modules it imports (``import ops``, ``from . import gpu_ops``,
+    ``from pkg.mod import f``), found beside it; compiled extensions included (``gpu_ops*.so``)."""
+    found = []
+    for name in imports:
+        relative = name.startswith(".")
+        parts = [p for p in name.lstrip(".").split(".") if p]
+        base = script.parent
+        for _ in range(len(name) - len(name.lstrip(".")) - 1 if relative else 0):
+            base = base.parent
+        for length in range(len(parts), 0, -1):
+            stem = base.joinpath(*parts[:length])
+            candidates = [stem.with_suffix(".py"), stem / "__init__.py", *sorted(stem.parent.glob(f"{stem.name}*.so"))]
+            hit = next((c for c in candidates if c.is_file()), None)
+            if hit is not None:
+                found.append(hit)
                 break
-    sources: list[Path] = [script]
+    return list(dict.fromkeys(found))
+
+
+def program_files(script: Path, cwd: Path) -> tuple[list[Path], list[Path]]:
+    """(sources, libraries) of the program a script runs: the script and the local modules it
+    imports (:data:`IMPORT_DEPTH` levels deep), the libraries they load by a constant path (or import as compiled
+    extensions), and the C/C++ sources beside those libraries and the script (or in the library's
+    project, for ``PROJECT/build/libNAME.so``)."""
+    from xlacc.parsers import python as pyparse
+
+    python_files, libraries = [script], []
+    frontier = [script]
+    for _ in range(IMPORT_DEPTH + 1):
+        next_frontier = []
+        for path in frontier:
+            facts = pyparse.read(str(path), inputs.read_text(path))
+            for module in local_modules(path, facts.imports):
+                if module.suffix == ".so":
+                    libraries.append(module)
+                elif module not in python_files:
+                    python_files.append(module)
+                    next_frontier.append(module)
+            libraries += _loaded(facts, path.parent, cwd)
+        frontier = next_frontier
+    folders = [script.parent] + [lib.parent for lib in libraries] + [lib.parent.parent for lib in libraries if lib.parent.name == "build"]
+    sources = list(python_files)
     for folder in dict.fromkeys(folders):
         listing = inputs.walk(folder, max_files=MAX_PROGRAM_FILES, max_entries=2_000)
-        sources += [p for p in listing.files if inputs.kind_of(p) in ("c", "py") and p.parent == folder]
-    return list(dict.fromkeys(sources)), list(dict.fromkeys(found_libraries))
+        sources += [p for p in listing.files if inputs.kind_of(p) == "c" and p.parent == folder]
+    return list(dict.fromkeys(sources)), list(dict.fromkeys(libraries))
+
+
+def _loaded(facts, here: Path, cwd: Path) -> list[Path]:
+    """Libraries a file loads with ctypes by a constant path (relative to the working directory,
+    as ctypes resolves it, or to the file's folder)."""
+    found = []
+    for load in facts.libraries:
+        if not load.path:
+            continue
+        for base in (cwd, here):
+            candidate = Path(load.path) if Path(load.path).is_absolute() else (base / load.path)
+            if candidate.is_file():
+                found.append(candidate.resolve())
+                break
+    return found

@@ -300,14 +300,11 @@ def _program_section(argv: list[str]) -> tuple[Section | None, list[Finding]]:
     """The script the command runs and what it loads, read before the run is ranked."""
     from xlacc.doctor import analysis, command
     from xlacc.doctor.rules import library
-    from xlacc.parsers import python as pyparse
-
     cwd = Path(os.getcwd())
     script = command.script_of(argv, cwd)
     if script is None:
         return None, []
-    facts = pyparse.read(str(script), inputs.read_text(script))
-    paths, libraries = command.program_files(script, [load.path for load in facts.libraries if load.path], cwd)
+    paths, libraries = command.program_files(script, cwd)
     files = [SourceFile(str(p), inputs.kind_of(p), inputs.read_text(p), str(p)) for p in paths]
     report = analysis.analyze(files)
     findings = [f for group in report.by_group.values() for f in group] + report.cross

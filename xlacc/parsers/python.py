@@ -142,6 +142,7 @@ class PyFacts:
     forks: list[tuple[int, str, str]] = field(default_factory=list)
     spawn_configured: bool = False
     syntax_error: str | None = None
+    imports: list[str] = field(default_factory=list)  # modules as written: "pkg.mod", ".gpu_ops", "..util"
 
 
 class Module:
@@ -477,6 +478,12 @@ class _Reader:
             self.facts.legacy_jax_api.append(use)
 
     def visit_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            self.facts.imports.extend(alias.name for alias in node.names)
+        else:
+            base = "." * node.level + (node.module or "")
+            self.facts.imports.append(base)
+            self.facts.imports.extend(f"{base}{'.' if node.module else ''}{alias.name}" for alias in node.names)
         modules = (
             [alias.name for alias in node.names]
             if isinstance(node, ast.Import)

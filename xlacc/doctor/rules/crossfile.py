@@ -192,7 +192,7 @@ def registration_mismatches(links: Links, facts: PyFacts, reg: PyRegistration) -
                 f"{at}: `{reg.text}` registers `{entry.symbol}` ({entry.where}), a legacy `{entry.signature.text}`, as a "
                 "typed FFI handler (api_version=1, the default): XLA calls it to read handler metadata and crashes during registration",
                 fix="Register a legacy function with api_version=0 and call it with custom_call_api_version=2 (GPU) or 3 (CPU).",
-                likelihood=0.9,
+                likelihood=0.95,
             ))
         elif reg.framework == "jax" and reg.api_version == 0 and not legacy:
             findings.append(make(

@@ -89,7 +89,7 @@ def _reads_call_sizes(entry: EntryPoint, functions: list[cxx.Function]) -> bool:
     if "opaque" in kind:
         opaque = params[kind.index("opaque")].name
         return bool(opaque) and any(re.search(rf"\b{re.escape(opaque)}\b", f.body) for f in functions)
-    return entry.signature.kind.startswith("cpu")  # XLA:CPU passes sizes as operands
+    return False  # XLA:CPU passes sizes as operands: a constant bound below says it ignores them
 
 
 def _constant_of(name: str, function: cxx.Function, source: cxx.CxxSource) -> str | None:
@@ -103,10 +103,22 @@ def hardcoded_size(entry: EntryPoint, program: Program) -> Finding | None:
     functions = reachable(entry, program)
     if not functions or _reads_call_sizes(entry, functions):
         return None
-    what = "its backend_config (`opaque`) is never read" if "opaque" in entry.signature.params else (
-        "the buffers' sizes are never read" if entry.typed else "it receives no size")
+    if "opaque" in entry.signature.params:
+        what = "its backend_config (`opaque`) is never read"
+    elif entry.typed:
+        what = "the buffers' sizes are never read"
+    else:
+        what = "XLA:CPU passes this signature no size: pass it as an operand, or use api_version 3 and backend_config"
     for function in functions:
         source = next((s for s in program.sources if function in s.functions), entry.origin)
+        for bound, line in _loop_bounds(function):
+            declaration = _constant_of(bound, function, source) if _looks_like_size(bound) else None
+            if declaration:
+                return make(
+                    "hardcoded-size",
+                    f"{entry.symbol} ({entry.where}): `{declaration}` bounds the loop at line {line}; {what}",
+                    likelihood=0.8,
+                )
         for launch in function.launches:
             for arg in launch.args:
                 for name in IDENTIFIER.findall(arg):
@@ -127,6 +139,16 @@ def hardcoded_size(entry: EntryPoint, program: Program) -> Finding | None:
                     likelihood=0.7,
                 )
     return None
+
+
+LOOP_BOUND = re.compile(r"\bfor\s*\([^;()]*;\s*[\w.]+\s*<=?\s*([A-Za-z_]\w*)\s*;")
+
+
+def _loop_bounds(function: cxx.Function) -> list[tuple[str, int]]:
+    """``for (...; i < size; ...)``: the bound's name and the loop's line (host code only)."""
+    if not host_code(function):
+        return []
+    return [(m.group(1), function.line_at(m.start())) for m in LOOP_BOUND.finditer(function.body)]
 
 
 def _fixed_grid(launch: cxx.Launch, function: cxx.Function, source: cxx.CxxSource) -> str | None:

@@ -21,6 +21,11 @@ AMBIGUOUS_CODES = frozenset({"target-not-registered", "api-version-mismatch", "p
                              "symbol-missing", "symbol-mangled", "symbol-hidden", "operand-mismatch", "result-mismatch",
                              "backend-config-invalid", "library-not-found", "dependency-missing"})
 CONFIRMED = 0.97
+MATCHED = 0.985  # a code finding of the very code the output shows
+# Among several source defects that could explain a run, the more specific first: a registration
+# that crashes at once, then mix-ups of operands, then sizes (a crash needs the wrong size to matter).
+SPECIFICITY = {"api-version-mismatch": 0.0, "buffer-order": 0.01, "operand-mismatch": 0.015, "opaque-size-mismatch": 0.015,
+               "hardcoded-size": 0.02, "stream-ignored": 0.03}
 DEMOTED = 0.5  # factor on a text guess the program's code does not support
 
 
@@ -41,23 +46,30 @@ def diagnose_output(text: str, returncode: int | None = None, passed: list[str] 
 def rank_with_code(run: list[Finding], code: list[Finding], returncode: int | None) -> list[Finding]:
     """What a run showed, ranked with what its program's code says.
 
-    A code finding that explains the run (the same code as a text guess, or a crash or a failed run
-    that a source defect accounts for) goes first with its evidence; the text's other guesses for
-    the same message drop below it; a crash with an explanation keeps its line, ranked after it."""
+    A code finding of the same code as one the run's output shows confirms it and goes first, with
+    the place to fix; the output's other guesses for that message drop below it. When the output
+    names no error (a crash, wrong results, an exit 1 without a known message), a source defect
+    that explains such an end goes first instead, the most specific first."""
     failed = returncode is None or returncode != 0
     crashed = signal_name(returncode) is not None
-    run_codes = {f.code for f in run}
+    run_codes = {f.code for f in run if f.code != "kernel-crash" and f.severity == "error"}
+    explaining = EXPLAINS_A_CRASH if crashed else EXPLAINS_WRONG_RESULTS
     confirmed: list[Finding] = []
     for finding in code:
         if finding.severity == "info":
             continue
-        explains = finding.code in run_codes or (crashed and finding.code in EXPLAINS_A_CRASH) or (
-            failed and not crashed and finding.code in EXPLAINS_WRONG_RESULTS)
-        if explains and finding.severity == "error":
-            confirmed.append(dataclasses.replace(finding, likelihood=CONFIRMED, evidence=f"{finding.evidence}\n(the run {_how(returncode)}; the code says why)"))
-        elif failed:
+        if finding.severity == "error" and finding.code in run_codes:
+            likelihood = MATCHED + finding.likelihood / 100
+        elif finding.severity == "error" and failed and not run_codes and finding.code in explaining:
+            order = SPECIFICITY.get(finding.code, 0.04) if crashed else (0.0 if finding.code == "hardcoded-size" else SPECIFICITY.get(finding.code, 0.04))
+            likelihood = CONFIRMED - order + finding.likelihood / 100
+        else:
             confirmed.append(finding)
-    confirmed_codes = {f.code for f in confirmed if f.likelihood == CONFIRMED}
+            continue
+        confirmed.append(dataclasses.replace(
+            finding, likelihood=likelihood, evidence=f"{finding.evidence}\n(the run {_how(returncode)}; the code says why)"
+        ))
+    confirmed_codes = {f.code for f in confirmed if f.likelihood > CONFIRMED - 0.05}
     ranked = []
     for finding in run:
         if confirmed_codes and finding.code in AMBIGUOUS_CODES and finding.code not in confirmed_codes:
