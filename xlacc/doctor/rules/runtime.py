@@ -24,8 +24,11 @@ CONFIRMED = 0.97
 MATCHED = 0.985  # a code finding of the very code the output shows
 # Among several source defects that could explain a run, the more specific first: a registration
 # that crashes at once, then mix-ups of operands, then sizes (a crash needs the wrong size to matter).
-SPECIFICITY = {"api-version-mismatch": 0.0, "buffer-order": 0.01, "operand-mismatch": 0.015, "opaque-size-mismatch": 0.015,
+CRASH_ORDER = {"api-version-mismatch": 0.0, "buffer-order": 0.01, "operand-mismatch": 0.015, "opaque-size-mismatch": 0.015,
                "hardcoded-size": 0.02, "stream-ignored": 0.03}
+# Wrong results: a size or a mix-up of operands computes them; a mismatched api_version more often crashes.
+WRONG_RESULTS_ORDER = {"hardcoded-size": 0.0, "buffer-order": 0.01, "operand-mismatch": 0.015, "opaque-size-mismatch": 0.015,
+                       "stream-ignored": 0.02, "op-optimized-away": 0.02, "api-version-mismatch": 0.03}
 DEMOTED = 0.5  # factor on a text guess the program's code does not support
 
 
@@ -61,7 +64,7 @@ def rank_with_code(run: list[Finding], code: list[Finding], returncode: int | No
         if finding.severity == "error" and finding.code in run_codes:
             likelihood = MATCHED + finding.likelihood / 100
         elif finding.severity == "error" and failed and not run_codes and finding.code in explaining:
-            order = SPECIFICITY.get(finding.code, 0.04) if crashed else (0.0 if finding.code == "hardcoded-size" else SPECIFICITY.get(finding.code, 0.04))
+            order = (CRASH_ORDER if crashed else WRONG_RESULTS_ORDER).get(finding.code, 0.04)
             likelihood = CONFIRMED - order + finding.likelihood / 100
         else:
             confirmed.append(finding)
