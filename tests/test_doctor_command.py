@@ -136,3 +136,14 @@ def test_wrong_results_from_a_fixed_size_are_explained_by_the_kernel(run_folder)
     first = report["findings"][0]
     assert first["code"] == "hardcoded-size" and "`const int size = 3;`" in first["evidence"]
     assert "kernel.cc:" in first["evidence"]
+
+
+def test_crash_causes_are_ruled_in_and_out_by_the_steps_that_passed():
+    from xlacc.doctor.rules.crash import crash_fix
+
+    during_numerics = crash_fix(["registration", "lowering"], "numerics n=1")
+    assert "registered as typed FFI" in during_numerics.split("Ruled out")[1]
+    assert during_numerics.splitlines()[1].startswith("1. a typed FFI handler registered as legacy")
+    during_registration = crash_fix([], "registration")
+    assert during_registration.splitlines()[1].startswith("1. a legacy function registered as typed FFI")
+    assert "Tell them apart by the last step" in crash_fix()

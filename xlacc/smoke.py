@@ -210,8 +210,9 @@ def unexpected_end(result: ChildResult, framework: str) -> str:
 
 
 def diagnose(result: ChildResult) -> list[Finding]:
-    """The doctor's reading of the child's output and exit status."""
-    return list(diagnose_output(result.output, None if result.timed_out else result.returncode))
+    """The doctor's reading of the child's output and exit status; the steps that passed rank a crash's causes."""
+    passed = [str(r["name"]) for r in result.records if r.get("type") == "check" and r.get("ok")]
+    return list(diagnose_output(result.output, None if result.timed_out else result.returncode, passed=passed, during=result.last_step))
 
 
 def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
