@@ -81,6 +81,7 @@ class EntryPoint:
     by_macro: str | None  # the XLA_FFI_DEFINE_HANDLER* (or project macro) that made it
     capsule_keys: tuple[str, ...] = ()  # names a C++ registrations dict gives it
     captured: bool = False  # wrapped into a PyCapsule in C++
+    capsule_sources: tuple[str, ...] = ()  # the files whose capsules wrap it
     registered: tuple[str, ...] = ()  # targets XLA's static registration macros give it
     origin: cxx.CxxSource | None = field(default=None, compare=False, repr=False)
 
@@ -96,12 +97,13 @@ class EntryPoint:
     def typed(self) -> bool:
         return self.signature is TYPED_FFI
 
+    gpu_hint: bool | None = None  # a typed handler: does what it runs take a stream (None: cannot tell)
+
     @property
-    def gpu(self) -> bool:
-        if not self.typed:
-            return self.signature.gpu
-        text = self.binding + " ".join(p.type for p in (self.body.params if self.body else ()))
-        return "Stream" in text or "cuda" in text or self.source.endswith(GPU_SUFFIXES) or bool(self.body and self.body.launches)
+    def gpu(self) -> bool | None:
+        """Runs on the GPU: True, False, or None when the source does not say (a typed handler whose
+        binding is made elsewhere)."""
+        return self.signature.gpu if not self.typed else self.gpu_hint
 
     @property
     def names(self) -> set[str]:
@@ -201,6 +203,29 @@ def signature_of(function: cxx.Function, source: cxx.CxxSource) -> Signature | N
     return matching[0] if matching else None
 
 
+def _takes_stream(function: cxx.Function, source: cxx.CxxSource) -> bool:
+    return bool(function.launches) or any(
+        source.type_aliases.get(p.type, p.type).rsplit("::", 1)[-1] in STREAM_TYPES for p in function.params
+    )
+
+
+def _runs_on_gpu(binding: str, body: cxx.Function | None, source: cxx.CxxSource, functions: dict) -> bool | None:
+    """A typed handler runs on the GPU when its binding takes a stream, or what it runs takes one
+    (its implementation, or a function its body names, as `binding().To(impl)` does)."""
+    if "PlatformStream" in binding or "Stream" in binding:
+        return True
+    if body is None:
+        return None
+    if _takes_stream(body, source):
+        return True
+    named = [functions[n] for n in set(re.findall(r"\b[A-Za-z_]\w*\b", body.body)) if n in functions and functions[n] is not body]
+    if any(_takes_stream(f, source) for f in named):
+        return True
+    if body.params and not binding and not body.lambda_handler:
+        return False  # an implementation with parameters and no stream runs on the host
+    return False if named else None
+
+
 def _impl_name(text: str) -> str:
     """``ns::Impl<float>`` -> ``Impl``."""
     return text.split("<", 1)[0].strip().rsplit("::", 1)[-1]
@@ -223,11 +248,22 @@ def entry_points(sources: list[cxx.CxxSource]) -> list[EntryPoint]:
     found: list[EntryPoint] = []
     seen: set[tuple[str, str]] = set()
 
-    def routes(name: str) -> dict:
-        capsules = captured.get(name, [])
+    defined_in = {}
+    for source in sources:
+        for function in source.functions:
+            defined_in.setdefault(function.short_name, set()).add(source.name)
+        for use in source.xla_macros:
+            if use.macro in cxx.HANDLER_MACROS and use.args:
+                defined_in.setdefault(use.args[0], set()).add(source.name)
+
+    def routes(name: str, where: str) -> dict:
+        """The capsules that wrap this definition: made in its own file, or in a file that defines
+        no function of that name itself (a CPU and a GPU module may both wrap their own `op`)."""
+        capsules = [c for c in captured.get(name, []) if c.source == where or c.source not in defined_in.get(name, set())]
         return {
             "capsule_keys": tuple(dict.fromkeys(c.key for c in capsules if c.key)),
             "captured": bool(capsules),
+            "capsule_sources": tuple(dict.fromkeys(c.source for c in capsules)),
             "registered": tuple(dict.fromkeys(registered.get(name, []))),
         }
 
@@ -243,7 +279,7 @@ def entry_points(sources: list[cxx.CxxSource]) -> list[EntryPoint]:
                 symbol=name, signature=TYPED_FFI, source=source.name, line=use.line, function=None, body=body,
                 exported=use.macro == "XLA_FFI_DEFINE_HANDLER_SYMBOL", internal=False, visible=True,
                 traits=" ".join(" ".join(use.args[3:]).split()), binding=use.args[2], by_macro=use.via or use.macro,
-                origin=source, **routes(name),
+                origin=source, gpu_hint=_runs_on_gpu(use.args[2], body, source, functions), **routes(name, source.name),
             ))
         for function in source.functions:
             if function.member or function.is_kernel or (source.name, function.short_name) in seen:
@@ -256,7 +292,9 @@ def entry_points(sources: list[cxx.CxxSource]) -> list[EntryPoint]:
                 symbol=function.short_name, signature=signature, source=source.name, line=function.line,
                 function=function, body=function, exported=function.extern_c or function.short_name in extern_c,
                 internal=function.internal, visible=function.visibility == "default", traits="", binding="",
-                by_macro=function.from_macro, origin=source, **routes(function.short_name),
+                by_macro=function.from_macro, origin=source,
+                gpu_hint=_runs_on_gpu("", function, source, functions) if signature is TYPED_FFI else None,
+                **routes(function.short_name, source.name),
             ))
     return found
 

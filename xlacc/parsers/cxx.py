@@ -26,6 +26,7 @@ Nothing here raises on bad input: deep nesting, NUL bytes or broken syntax give 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
@@ -205,20 +206,31 @@ class Struct:
     line: int
     packed: bool = False
 
-    def size(self) -> int | None:
-        """sizeof() with natural alignment (LP64); None when a field's type is not a plain C type."""
-        offset, widest = 0, 1
+    def layout(self) -> list[tuple[int, int]] | None:
+        """(offset, bytes) of each field with natural alignment (LP64); None when a field's type is
+        not a plain C type."""
+        offset, found = 0, []
         for member in self.fields:
             size = POINTER_SIZE if member.is_pointer else C_TYPE_SIZES.get(member.base_type)
-            if size is None or member.reference:
-                return None
             count = _array_count(member.array_size)
-            if count is None:
+            if size is None or member.reference or count is None:
                 return None
             align = 1 if self.packed else size
-            offset = -(-offset // align) * align + size * count
-            widest = max(widest, align)
-        return -(-offset // widest) * widest if self.fields else None
+            offset = -(-offset // align) * align
+            found.append((offset, size * count))
+            offset += size * count
+        return found
+
+    def size(self) -> int | None:
+        """sizeof(), trailing padding included; None when a field's type is not a plain C type."""
+        layout = self.layout()
+        if not layout:
+            return None
+        end = layout[-1][0] + layout[-1][1]
+        widest = 1 if self.packed else max(
+            POINTER_SIZE if m.is_pointer else C_TYPE_SIZES[m.base_type] for m in self.fields
+        )
+        return -(-end // widest) * widest
 
 
 @dataclass(frozen=True)
@@ -248,6 +260,7 @@ class Capsule:
     key: str | None  # `dict["name"] = EncapsulateFunction(fn)`: the name Python registers it under
     line: int
     text: str
+    source: str = ""  # the file that makes it
 
 
 @dataclass
@@ -341,7 +354,7 @@ def _read(source: CxxSource, raw: bytes, line_offset: int, depth: int, via: str 
     bodies = sorted(f.body_range for f in reader.functions)
     uses, expansions = _macro_uses(source, code, skeleton, bodies, line, via)
     source.xla_macros.extend(uses)
-    source.capsules.extend(_capsules(code, skeleton, line_offset, line))
+    source.capsules.extend(dataclasses.replace(c, source=source.name) for c in _capsules(code, skeleton, line_offset, line))
     if depth < MAX_MACRO_DEPTH:
         for macro, text, at in expansions[:MAX_EXPANSIONS]:
             _read(source, text.encode("utf-8", errors="replace"), 0, depth + 1, via or macro, line=at)
@@ -911,6 +924,8 @@ def _capsules(raw: bytes, skeleton: bytes, line_offset: int, line: int | None) -
             continue
         inner = raw[match.end() : close].decode("utf-8", "replace")
         first = split_arguments(inner)[0] if inner.strip() else ""
+        while re.search(r"<[^<>]*>", first):  # `cpu_kepler<float>`, `reinterpret_cast<void*>(fn)`
+            first = re.sub(r"<[^<>]*>", "", first)
         names = [n for n in IDENTIFIER.findall(first) if n not in CAST_WORDS]
         if not names:
             continue

@@ -158,7 +158,11 @@ class Module:
         self.imports: dict[str, str] = {}
         self.nodes: dict[type, list[ast.AST]] = defaultdict(list)
         self.functions: dict[str, list[ast.AST]] = defaultdict(list)
+        self.loops: list[tuple[ast.AST, ast.AST]] = []
         self._walk()
+        for loop, scope in self.loops:  # after the walk: the iterable may be a name bound later in the text
+            for value in self._iterated(loop.iter):
+                self._bind(loop.target, value, scope)
 
     def _walk(self) -> None:
         stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
@@ -188,17 +192,25 @@ class Module:
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None and isinstance(node.target, ast.Name):
             self.assignments[(id(scope), node.target.id)].append(node.value)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            for value in _iterated(node.iter):
-                self._bind(node.target, value, scope)
+            self.loops.append((node, scope))
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
                     self.imports[alias.asname] = alias.name
                 else:
                     self.imports.setdefault(alias.name.split(".")[0], alias.name.split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and node.module:
+        elif isinstance(node, ast.ImportFrom) and (node.module or node.level):
+            base = "." * node.level + (node.module or "")
             for alias in node.names:
-                self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                self.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if node.module else f"{base}{alias.name}"
+
+    def _iterated(self, node: ast.expr) -> list[ast.expr]:
+        """The elements a ``for`` loop binds when it runs over a literal list, tuple or set (or a
+        name holding one)."""
+        for value in self.values(node):
+            if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+                return list(value.elts)
+        return []
 
     def _bind(self, target: ast.AST, value: ast.expr, scope: ast.AST) -> None:
         if isinstance(target, ast.Name):
@@ -285,9 +297,13 @@ class Module:
         if node is None or depth > MAX_DEPTH:
             return None
         values = self.constants(node)
-        if values and all(isinstance(v, str) for v in values):
-            return "|".join(re.escape(v) for v in values)
-        value = self.single(node)
+        if values and all(isinstance(v, (str, bytes)) for v in values):
+            return "|".join(re.escape(v.decode("utf-8", "replace") if isinstance(v, bytes) else v) for v in values)
+        several = list(self.values(node))
+        if len(several) > 1:  # a name assigned in several branches: any of them
+            parts = [self.pattern(v, depth + 1) for v in several]
+            return "|".join(f"(?:{p})" for p in parts) if all(parts) else None
+        value = several[0] if several else node
         if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
             left, right = self.pattern(value.left, depth + 1) or ".*", self.pattern(value.right, depth + 1) or ".*"
             return f"(?:{left})(?:{right})" if (left, right) != (".*", ".*") else None
@@ -323,13 +339,6 @@ class Module:
 
 
 _UNKNOWN = object()
-
-
-def _iterated(node: ast.expr) -> list[ast.expr]:
-    """The elements a ``for`` loop binds when it runs over a literal list, tuple or set."""
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return list(node.elts)
-    return []
 
 
 def last_name(dotted: str | None) -> str:
@@ -457,7 +466,7 @@ class _Reader:
         """``mlir.custom_call``, ``hlo_helpers.custom_call``, ``xla_client.ops.CustomCall``... and a
         bare ``custom_call`` imported from one of them; not a project's own ``custom_call``."""
         module = dotted.rsplit(".", 1)[0] if "." in dotted else ""
-        if not module:
+        if not module or dotted.startswith("."):
             return False
         return any(part in HLO_BUILDER_MODULES for part in module.split("."))
 
@@ -646,7 +655,7 @@ class _Reader:
                 function=name,
                 target=self._string(target_node),
                 target_pattern=self.module.pattern(target_node),
-                from_module=self._registrations_module(target_node),
+                from_module=self._registrations_module(target_node) or self._root_module(capsule),
                 platforms=self._strings(platform_node),
                 platform_given=platform_node is not None,
                 api_version=None,
@@ -659,13 +668,20 @@ class _Reader:
             )
         )
 
+    def project_wrapper(self, dotted: str, name: str) -> bool:
+        """A project's own function named like jax's (``from ..jax_compat import
+        register_custom_call_target``, or defined in this file): its defaults are its own."""
+        return dotted.startswith(".") or (dotted == name and name in self.module.functions)
+
     def jax_registration(self, call: ast.Call, name: str, dotted: str) -> None:
         if name in ("register_custom_call_target", "register_cpu_custom_call_target") and dotted.startswith(REMOVED_JAX_MODULE):
             self._legacy_jax((call.lineno, self.module.text(call)))
         capsule = _argument(call, 1, "fn") or ast.Constant(None)
         platform_node = _argument(call, 2, "platform")
         api_node = _argument(call, 3, "api_version")
-        api = self.module.constant(api_node) if api_node is not None else (1 if name == "register_ffi_target" else 0)
+        wrapper = self.project_wrapper(dotted, name)
+        default = None if wrapper else (1 if name == "register_ffi_target" else 0)
+        api = self.module.constant(api_node) if api_node is not None else default
         target_node = _argument(call, 0, "name")
         default_platform = "cpu"
         self.facts.registrations.append(
@@ -674,8 +690,8 @@ class _Reader:
                 function=name,
                 target=self._string(target_node),
                 target_pattern=self.module.pattern(target_node),
-                from_module=self._registrations_module(target_node),
-                platforms=self._strings(platform_node) if platform_node is not None else (default_platform,),
+                from_module=self._registrations_module(target_node) or self._root_module(capsule),
+                platforms=self._strings(platform_node) if platform_node is not None else (() if wrapper else (default_platform,)),
                 platform_given=platform_node is not None or name == "register_cpu_custom_call_target",
                 api_version=api if isinstance(api, int) else None,
                 api_given=api_node is not None,
@@ -688,20 +704,33 @@ class _Reader:
         )
 
     def _registrations_module(self, node: ast.expr | None) -> str | None:
-        """``for name, fn in gpu_ops.registrations().items()``: the names come from ``gpu_ops``."""
+        """``for name, fn in gpu_ops.registrations().items()``: the names come from ``gpu_ops``
+        (the loop around the registration that binds the name)."""
         if not isinstance(node, ast.Name):
             return None
-        scope = self.module.scope_of.get(node, self.module.tree)
-        for loop in self.module.nodes[ast.For]:
-            if self.module.scope_of.get(loop) is not scope:
-                continue
-            if node.id not in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}:
-                continue
+        loop = self.module.parents.get(node)
+        while loop is not None:
+            if isinstance(loop, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return None
+            if isinstance(loop, ast.For) and node.id in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}:
+                break
+            loop = self.module.parents.get(loop)
+        if loop is not None:
             root = loop.iter
             while isinstance(root, (ast.Call, ast.Attribute)):
                 root = root.func if isinstance(root, ast.Call) else root.value
             return last_name(self.module.dotted(root)) if isinstance(root, ast.Name) else None
         return None
+
+    def _root_module(self, node: ast.expr) -> str | None:
+        """``gpu_ops.ffi_targets[name]`` -> ``gpu_ops``: the module a capsule comes from, when it is one."""
+        root = node
+        while isinstance(root, (ast.Call, ast.Attribute, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if not isinstance(root, ast.Name) or root is node:
+            return None
+        dotted = self.module.dotted(root) or ""
+        return last_name(dotted) if root.id in self.module.imports else None
 
     def _string(self, node: ast.expr | None) -> str | None:
         value = self.module.constant(node)
@@ -891,12 +920,36 @@ def _own_nodes(function: ast.AST) -> Iterator[ast.AST]:
         stack.extend(ast.iter_child_nodes(node))
 
 
+STRUCT_ITEM = re.compile(r"(\d*)([xcbB?hHiIlLqQnNefdspP])")
+
+
 def struct_size(fmt: str) -> int | None:
     """``struct.calcsize`` of a format, None when it is not one."""
     try:
         return struct.calcsize(fmt)
     except (struct.error, TypeError):
         return None
+
+
+def struct_layout(fmt: str) -> list[tuple[int, int]] | None:
+    """(offset, bytes) of each value a ``struct.pack`` format packs (pad bytes left out)."""
+    if struct_size(fmt) is None:
+        return None
+    order = fmt[0] if fmt and fmt[0] in "@=<>!" else ""
+    body = fmt[len(order) :].replace(" ", "")
+    found, prefix = [], order
+    for match in STRUCT_ITEM.finditer(body):
+        count, code = int(match.group(1) or 1), match.group(2)
+        items = [(1, code)] if code in "sp" else [(1, code)] * count
+        width = count if code in "sp" else None
+        for _ in items:
+            item = f"{width}{code}" if width else code
+            end = struct.calcsize(prefix + item)
+            size = struct.calcsize(order + item)
+            if code != "x":
+                found.append((end - size, size))
+            prefix += item
+    return found
 
 
 # Notes elide parameters as `def f(q, k, ...):`, which is not Python; without it they parse.

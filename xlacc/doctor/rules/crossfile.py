@@ -9,15 +9,17 @@ links to every entry point it can name.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from xlacc.doctor.findings import make
 from xlacc.doctor.program import TYPED_FFI, EntryPoint, Program
 from xlacc.doctor.rules.python import HLO_APIS, JAX_REGISTER_APIS, where
 from xlacc.parsers import cxx
-from xlacc.parsers.python import PyCall, PyFacts, PyRegistration, struct_size
+from xlacc.parsers.python import PyCall, PyFacts, PyRegistration, struct_layout, struct_size
 from xlacc.report import Finding
 
 # Targets XLA, jaxlib and torch_xla register themselves: a call to one needs no registration here.
@@ -77,16 +79,24 @@ class Links:
         source = self.program.modules.get(module or "")
         if source is None:
             return []
-        keys = {c.key for c in source.capsules if c.key}
-        return [e for e in self.program.entries if set(e.capsule_keys) & keys]
+        return [e for e in self.program.entries if source.name in e.capsule_sources]
 
     def for_registration(self, reg: PyRegistration) -> list[EntryPoint]:
         found = [e for symbol in reg.symbols for e in self.by_name.get(symbol, [])]
-        if not found and reg.from_module:
-            found = self.of_module(reg.from_module)
-        if not found:
+        source = self.program.modules.get(reg.from_module or "")
+        if not found and source is not None:
+            found = [e for e in self.program.entries if source.name in e.capsule_sources or e.source == source.name]
+            if reg.target or reg.target_pattern:
+                found = [e for e in found if any(self._matches(reg, n) for n in e.names)] or found
+        if not found and reg.from_module is None:
             found = self.named(reg.target, reg.target_pattern)
         return _unique(found)
+
+    @staticmethod
+    def _matches(reg: PyRegistration, name: str) -> bool:
+        if reg.target is not None:
+            return reg.target == name
+        return reg.target_pattern is not None and re.fullmatch(reg.target_pattern, name) is not None
 
     def registrations(self, call: PyCall) -> list[tuple[PyFacts, PyRegistration]]:
         """Where Python registers the target ``call`` uses, in the registry its framework reads."""
@@ -101,12 +111,32 @@ class Links:
                     found.append((facts, reg))
         return found
 
-    def for_call(self, call: PyCall, registrations: list[tuple[PyFacts, PyRegistration]]) -> list[EntryPoint]:
-        for _, reg in registrations:
-            entries = [e for e in self.for_registration(reg) if any(call.matches(n) for n in e.names) or reg.symbols]
-            if entries:
-                return entries
-        return _unique(self.named(call.target, call.target_pattern))
+    def for_call(self, call: PyCall, registrations: list[tuple[PyFacts, PyRegistration]], facts: PyFacts | None = None) -> list[EntryPoint]:
+        entries = [
+            e for _, reg in registrations for e in self.for_registration(reg) if any(call.matches(n) for n in e.names) or reg.symbols
+        ]
+        return nearest(_unique(entries or self.named(call.target, call.target_pattern)), facts.name if facts else None)
+
+
+def nearest(entries: list[EntryPoint], name: str | None) -> list[EntryPoint]:
+    """Of several definitions of one name (copies in sibling folders), those closest to the Python
+    file that uses it: a script loads the library built beside it."""
+    if name is None or len(entries) < 2:
+        return entries
+    here = PurePath(name.split(":", 1)[0]).parent.parts
+
+    def shared(entry: EntryPoint) -> int:
+        there = PurePath(entry.source).parent.parts
+        return next((i for i, (a, b) in enumerate(zip(here, there)) if a != b), min(len(here), len(there)))
+
+    by_symbol: dict[str, list[EntryPoint]] = {}
+    for entry in entries:
+        by_symbol.setdefault(entry.symbol, []).append(entry)
+    chosen = []
+    for same in by_symbol.values():
+        best = max(shared(e) for e in same)
+        chosen += [e for e in same if shared(e) == best][:1]
+    return chosen
 
 
 def _unique(entries: list[EntryPoint]) -> list[EntryPoint]:
@@ -141,7 +171,7 @@ def call_mismatches(links: Links, facts: PyFacts, call: PyCall) -> list[Finding]
     if call.api not in HLO_APIS:  # unknown, or invalid (api-version-invalid says so)
         return []
     registrations = links.registrations(call)
-    entries = links.for_call(call, registrations)
+    entries = links.for_call(call, registrations, facts)
     reasons = []
     if call.framework == "torch_xla" and call.api == 4:
         reasons.append("torch_xla registers targets only in the legacy registry, so api_version 4 (typed FFI) never finds them")
@@ -158,9 +188,10 @@ def call_mismatches(links: Links, facts: PyFacts, call: PyCall) -> list[Finding]
     if not reasons:
         return _cpu_deprecation(facts, call, entries)
     default = f" ({call.function}'s default)" if call.api_source == "default" else ""
+    named = call.target or (" or ".join(f"`{n}`" for n in sorted({e.symbol for e in entries}))[1:-1] if entries else "?")
     return [make(
         "api-version-mismatch",
-        f"{where(facts, call.line)}: `{call.text}` calls `{call.target or call.target_pattern or '?'}` with api_version "
+        f"{where(facts, call.line)}: `{call.text}` calls `{named}` with api_version "
         f"{call.api}{default}:\n- " + "\n- ".join(dict.fromkeys(reasons)),
         likelihood=0.9 if entries else 0.7,
     )]
@@ -211,7 +242,7 @@ def registration_mismatches(links: Links, facts: PyFacts, reg: PyRegistration) -
                 likelihood=0.9,
             ))
         platform = reg.platform
-        if reg.framework == "jax" and platform in ("cpu", "Host") and entry.gpu and (legacy or entry.source.endswith((".cu", ".cuh"))):
+        if reg.framework == "jax" and platform in ("cpu", "Host") and entry.gpu:
             default = " (platform defaults to \"cpu\")" if not reg.platform_given else ""
             findings.append(make(
                 "platform-name",
@@ -219,7 +250,7 @@ def registration_mismatches(links: Links, facts: PyFacts, reg: PyRegistration) -
                 fix="Register GPU entry points with platform=\"CUDA\" (or \"gpu\").",
                 likelihood=0.8,
             ))
-        elif reg.framework == "jax" and platform in ("gpu", "CUDA") and not entry.gpu:
+        elif reg.framework == "jax" and platform in ("gpu", "CUDA") and entry.gpu is False:
             findings.append(make(
                 "platform-name",
                 f"{at}: `{reg.text}` registers `{entry.symbol}`, a CPU entry point ({entry.where}), for the GPU",
@@ -416,25 +447,24 @@ def opaque_size(entry: EntryPoint, program: Program, facts: PyFacts, call: PyCal
     size = struct.size() if struct is not None else None
     if size is None or packed is None or size == packed:
         return None
-    return make(
-        "opaque-size-mismatch",
+    evidence = (
         f"{where(facts, call.line)}: backend_config `struct.pack(\"{call.opaque_format}\", ...)` is {packed} bytes; "
-        f"`{entry.symbol}` ({entry.where}) reads it as `{struct.name}` ({size} bytes, line {struct.line})",
-        likelihood=0.85,
+        f"`{entry.symbol}` ({entry.where}) reads it as `{struct.name}` ({size} bytes, line {struct.line})"
     )
+    fields, values = struct.layout(), struct_layout(call.opaque_format)
+    if fields == values and packed < size:  # the same fields; only the struct's tail padding is missing
+        return make(
+            "opaque-size-mismatch",
+            f"{evidence}: the fields agree, and the kernel reads the {size - packed} bytes of tail padding past the "
+            "string's end",
+            severity="warning",
+            likelihood=0.6,
+        )
+    return make("opaque-size-mismatch", f"{evidence}: the fields lie at other offsets", likelihood=0.85)
 
 
-def call_contents(links: Links, facts: PyFacts, call: PyCall) -> list[Finding]:
-    entries = links.for_call(call, links.registrations(call))
-    if len(entries) != 1:
-        return []
-    entry = entries[0]
-    operands = len(call.operands) if call.operands is not None else None
-    findings = [
-        buffer_order(entry, links.program, operands, where(facts, call.line)),
-        operand_dtypes(entry, links.program, facts, call),
-        opaque_size(entry, links.program, facts, call),
-    ]
+def call_contents(links: Links, facts: PyFacts, call: PyCall, entry: EntryPoint) -> list[Finding]:
+    findings = [operand_dtypes(entry, links.program, facts, call), opaque_size(entry, links.program, facts, call)]
     return [f for f in findings if f is not None]
 
 
@@ -442,22 +472,26 @@ def cross_findings(program: Program) -> list[Finding]:
     links = Links(program)
     findings = []
     known = set(program.functions) | {e.symbol for e in program.entries}
-    checked: set[int] = set()
+    calls_of: dict[int, list[tuple[PyFacts, PyCall]]] = {}
     for facts in program.facts:
         for call in facts.calls:
             findings.extend(call_mismatches(links, facts, call))
-            contents = call_contents(links, facts, call)
-            findings.extend(contents)
-            checked.update(id(e) for e in links.for_call(call, links.registrations(call)) if any(f.code == "buffer-order" for f in contents))
+            entries = links.for_call(call, links.registrations(call), facts)
+            if len(entries) == 1:
+                findings.extend(call_contents(links, facts, call, entries[0]))
+                if call.operands is not None:
+                    calls_of.setdefault(id(entries[0]), []).append((facts, call))
         for reg in facts.registrations:
             findings.extend(registration_mismatches(links, facts, reg))
         if program.entries:
             findings.extend(missing_symbols(program, facts, known))
     findings.extend(unregistered_targets(program, links))
-    called = {id(e) for facts in program.facts for call in facts.calls for e in links.for_call(call, links.registrations(call)) if call.operands is not None}
-    for entry in program.entries:
-        if id(entry) not in called and id(entry) not in checked:
+    for entry in program.entries:  # one finding per entry point, however many calls show it
+        calls = calls_of.get(id(entry), [])
+        found = next((f for facts, call in calls if (f := buffer_order(entry, program, len(call.operands), where(facts, call.line)))), None)
+        if found is None and not calls:
             found = buffer_order(entry, program, None, None)
-            if found:
-                findings.append(found)
+        if found is not None:
+            more = len(calls) - 1
+            findings.append(found if more < 1 else dataclasses.replace(found, evidence=f"{found.evidence} (and {more} more call{'s' if more > 1 else ''})"))
     return findings

@@ -7,10 +7,11 @@ import re
 from xlacc.doctor.findings import make
 from xlacc.report import Finding
 
+# At the start of a line, as HLO text and MLIR print them (not "HloModule dump enabled" in a log).
 HLO_MODULES = (
-    re.compile(r"\bHloModule\s+([\w.\-]{1,256})"),
-    re.compile(r"\bENTRY\s+%?([\w.\-]{1,256})\s*[(\{]"),
-    re.compile(r"\bfunc\.func\s+(?:public\s+)?@(main)\b"),
+    re.compile(r"^[ \t]*HloModule\s+([\w.\-]{1,256})(?:,|[ \t]*$)", re.M),
+    re.compile(r"^[ \t]*ENTRY\s+%?([\w.\-]{1,256})\s*[(\{]", re.M),
+    re.compile(r"^[ \t]*func\.func\s+(?:public\s+)?@(main)\b", re.M),
 )
 CUSTOM_CALL = re.compile(r"custom-call|custom_call")
 

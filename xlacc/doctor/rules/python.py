@@ -12,6 +12,8 @@ from xlacc.parsers.python import PyCall, PyFacts, PyRegistration
 from xlacc.report import Finding
 
 JAX_PLATFORMS = frozenset({"cpu", "gpu", "CUDA", "Host", "ROCM"})
+# Another spelling of those: a name like "SYCL" or "METAL" may be a plugin's own, and is let be.
+MISSPELT_PLATFORM = re.compile(r"cuda|gpu|cpu|host|rocm|nvidia|^$", re.I)
 TORCH_XLA_PLATFORM = "CUDA"
 HLO_APIS = frozenset({1, 2, 3, 4})
 JAX_REGISTER_APIS = frozenset({0, 1})
@@ -38,7 +40,7 @@ def registration_findings(facts: PyFacts, reg: PyRegistration) -> list[Finding]:
         if wrong:
             findings.append(make("platform-name", f"{at}: `{reg.text}` registers for {_listed(wrong)}; torch_xla accepts exactly \"CUDA\"", likelihood=0.85))
     else:
-        wrong = [p for p in reg.platforms if p not in JAX_PLATFORMS]
+        wrong = [p for p in reg.platforms if p not in JAX_PLATFORMS and MISSPELT_PLATFORM.search(p)]
         if wrong:
             tried = f" (it tries {_listed(reg.platforms)} in turn)" if len(reg.platforms) > 1 else ""
             findings.append(make(
@@ -108,8 +110,10 @@ def python_findings(facts: PyFacts) -> list[Finding]:
     for line, text, triton in facts.gpu_custom_call:
         if not triton:  # torch_xla's documented Triton route is what _xla_gpu_custom_call is for
             findings.append(make("fixed-target-api", f"{where(facts, line)}: `{text}`", likelihood=0.9))
-    for line, text in facts.legacy_jax_api:
-        findings.append(make("jax-legacy-api-removed", f"{where(facts, line)}: `{text}`", likelihood=0.9))
+    if facts.legacy_jax_api:  # one finding per file: the import and every use of the removed module
+        (line, text), *more = facts.legacy_jax_api
+        also = f"; also line{'s' if len(more) > 1 else ''} {', '.join(str(l) for l, _ in more)}" if more else ""
+        findings.append(make("jax-legacy-api-removed", f"{where(facts, line)}: `{text}`{also}", likelihood=0.9))
     for line, function, returned in facts.constant_impls:
         findings.append(make(
             "op-optimized-away",
