@@ -173,6 +173,11 @@ class Function:
     throws: tuple[Throw, ...] = ()  # throw statements outside any try block of this function
     lambda_handler: bool = False  # `XLA_FFI_Handler* name = +[](XLA_FFI_CallFrame*) {...}`
     from_macro: str | None = None  # the project macro whose expansion defines it
+    source: str = ""  # the file (or block) it is defined in
+
+    def at(self, line: int) -> str:
+        """``file:line`` of a line of this function."""
+        return f"{self.source}:{line}"
 
     @property
     def short_name(self) -> str:
@@ -505,6 +510,7 @@ class _TreeReader:
                 body=self.raw[body.start_byte : body.end_byte].decode("utf-8", "replace"),
                 lambda_handler=lambda_handler,
                 from_macro=self.via,
+                source=self.source.name,
             )
         )
 

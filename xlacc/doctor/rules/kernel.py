@@ -19,7 +19,7 @@ HOST_SYNC_CALLS = frozenset(
     "cudaDeviceSynchronize cudaStreamSynchronize cudaEventSynchronize cudaMalloc cudaMallocManaged cudaMallocHost "
     "cudaHostAlloc cudaFree cudaFreeHost cudaMemcpy cudaMemset cuCtxSynchronize cuStreamSynchronize cuMemAlloc cuMemFree".split()
 )
-LAUNCH_CHECKS = re.compile(r"^(?:cudaGetLastError|cudaPeekAtLastError|hipGetLastError|\w*LAUNCH_CHECK\w*|\w*CHECK_LAST\w*)$")
+LAUNCH_CHECKS = re.compile(r"^(?:\w*GetLastError|\w*PeekAtLastError|\w*LAUNCH_CHECK\w*|\w*CHECK_LAST\w*)$")
 SIZE_FROM_CALL = re.compile(r"\b(?:element_count|dimensions|size_bytes|numel|dims)\b|\.size\s*\(|\bsizes?\(\)")
 INT_TYPES = r"(?:unsigned\s+|signed\s+)?(?:int|long\s+long|long|short|size_t|std::size_t|int64_t|int32_t|uint32_t|uint64_t|std::int64_t|auto|unsigned)"
 CONSTANT_EXPRESSION = re.compile(r"^[\d\s+\-*/()uUlL]+$")
@@ -27,6 +27,9 @@ CALL_DEPTH = 4
 FFI_MACRO_PLATFORMS = frozenset({"cuda", "gpu", "host", "cpu", "rocm"})
 LEGACY_MACRO_PLATFORMS = frozenset({"CUDA", "Host", "ROCM"})
 IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+# A file built into the binary that holds XLA's registry (jaxlib, torch_xla, XLA itself), where the
+# static registration macros do reach it.
+INSIDE_XLA = re.compile(r'^\s*#\s*include\s*"(?:jaxlib/|xla/service/|tensorflow/|torch_xla/csrc/)', re.M)
 
 
 # -- reachability ---------------------------------------------------------------------------------
@@ -116,7 +119,7 @@ def hardcoded_size(entry: EntryPoint, program: Program) -> Finding | None:
             if declaration:
                 return make(
                     "hardcoded-size",
-                    f"{entry.symbol} ({entry.where}): `{declaration}` bounds the loop at line {line}; {what}",
+                    f"{entry.symbol} ({entry.where}): `{declaration}` bounds the loop at {function.at(line)}; {what}",
                     likelihood=0.8,
                 )
         for launch in function.launches:
@@ -127,14 +130,14 @@ def hardcoded_size(entry: EntryPoint, program: Program) -> Finding | None:
                         return make(
                             "hardcoded-size",
                             f"{entry.symbol} ({entry.where}): `{declaration}` is passed to `{launch.text}` "
-                            f"(line {launch.line}); {what}",
+                            f"({function.at(launch.line)}); {what}",
                             likelihood=0.8,
                         )
             grid = _fixed_grid(launch, function, source)
             if grid and not any(_looks_like_size(a) for a in launch.args):
                 return make(
                     "hardcoded-size",
-                    f"{entry.symbol} ({entry.where}) launches `{launch.text}` (line {launch.line}) on a fixed grid "
+                    f"{entry.symbol} ({entry.where}) launches `{launch.text}` ({function.at(launch.line)}) on a fixed grid "
                     f"({grid}) and passes the kernel no size; {what}",
                     likelihood=0.7,
                 )
@@ -225,7 +228,7 @@ def unchecked_launch(function: cxx.Function, source: cxx.CxxSource, program: Pro
             unchecked = []
     if not unchecked:
         return None
-    kernels = ", ".join(f"`{launch.kernel}` (line {launch.line})" for launch in unchecked)
+    kernels = ", ".join(f"`{launch.kernel}` (line {launch.line})" for launch in unchecked)  # lines of this function's file
     return make(
         "unchecked-launch",
         f"{function.short_name} ({source.name}:{function.line}) launches {kernels} and never calls cudaGetLastError "
@@ -240,12 +243,12 @@ def host_sync(entry: EntryPoint, program: Program) -> list[Finding]:
         for call in function.calls:
             if call.name not in HOST_SYNC_CALLS:
                 continue
-            via = "" if function is entry.body else f" (in {function.short_name}, which it calls)"
+            via = "" if function.short_name == entry.symbol else f" (in {function.short_name}, which it runs)"
             capture = " It is declared kCmdBufferCompatible: XLA captures it into a CUDA graph, where this fails." if entry.cmd_buffer else ""
             findings.append(
                 make(
                     "host-sync-in-handler",
-                    f"{entry.symbol} ({entry.where}) calls `{call.name}` at line {call.line}{via}.{capture}",
+                    f"{entry.symbol} ({entry.where}) calls `{call.name}` at {function.at(call.line)}{via}.{capture}",
                     severity="error" if entry.cmd_buffer else None,
                     likelihood=0.7,
                 )
@@ -274,10 +277,10 @@ def exceptions(entry: EntryPoint, program: Program) -> Finding | None:
     for function in reachable(entry, program, skip_guarded=True):
         if function.throws:
             throw = function.throws[0]
-            via = "" if function is entry.body else f" in {function.short_name}, which it calls,"
+            via = "" if function.short_name == entry.symbol else f" in {function.short_name}, which it runs,"
             return make(
                 "exception-escapes",
-                f"{entry.symbol} ({entry.where}) can throw:{via} `{throw.text}` (line {throw.line}) is not inside a try block",
+                f"{entry.symbol} ({entry.where}) can throw:{via} `{throw.text}` ({function.at(throw.line)}) is not inside a try block",
                 likelihood=0.6,
             )
     return None
@@ -352,11 +355,11 @@ def _opaque_in(function: cxx.Function, opaque: str, length: str, program: Progra
         body,
     )
     if cast and (cast.group(1) or cast.group(2)) not in ("char", "void", "uint8_t", "std::uint8_t", "unsigned"):
-        return cast.group(1) or cast.group(2), checked, function.line_at(cast.start())
+        return cast.group(1) or cast.group(2), checked, function.at(function.line_at(cast.start()))
     copy = re.search(rf"\bmemcpy\s*\(\s*&?\s*(\w+)\s*,\s*{name}\s*,", body)
     if copy:
         declared = re.search(rf"\b([\w:]+)\s+{re.escape(copy.group(1))}\s*[;={{(]", body)
-        return (declared.group(1) if declared else None), checked, function.line_at(copy.start())
+        return (declared.group(1) if declared else None), checked, function.at(function.line_at(copy.start()))
     for call in function.calls:
         if opaque not in call.args:
             continue
@@ -372,7 +375,7 @@ def _opaque_in(function: cxx.Function, opaque: str, length: str, program: Progra
                     struct, inner_checked, line = found
                     return struct or (template.group(1) if template else None), inner_checked or checked, line
         elif template and ("Unpack" in call.name or "Descriptor" in call.name or "opaque" in call.name.lower()):
-            return template.group(1), checked or passes_length, call.line
+            return template.group(1), checked or passes_length, function.at(call.line)
     return None
 
 
@@ -384,7 +387,7 @@ def opaque_unchecked(entry: EntryPoint, program: Program) -> Finding | None:
     what = f"as `{struct}`" if struct else "as a struct"
     return make(
         "opaque-unchecked",
-        f"{entry.symbol} ({entry.where}) reads its backend_config {what} at line {line} and never compares "
+        f"{entry.symbol} ({entry.where}) reads its backend_config {what} at {line} and never compares "
         "`opaque_len` with its size",
         likelihood=0.6,
     )
@@ -395,33 +398,46 @@ def opaque_unchecked(entry: EntryPoint, program: Program) -> Finding | None:
 
 def static_registrations(source: cxx.CxxSource) -> list[Finding]:
     """XLA's registration macros fill the registry of the binary they are linked into: XLA's own build,
-    not jaxlib or torch_xla reached from a library loaded with ctypes or LD_PRELOAD."""
+    jaxlib or torch_xla themselves, never theirs from a library loaded with ctypes or LD_PRELOAD."""
     findings = []
+    inside_xla = INSIDE_XLA.search(source.text) is not None
     for use in source.xla_macros:
         registration = registration_of(use)
         if registration is None:
             continue
-        arity = f" ({registration.arity_problem})" if registration.arity_problem else ""
-        findings.append(make(
-            "ld-preload",
-            f"{source.name}:{registration.line}: `{registration.text}` registers `{registration.target}` when the library "
-            f"loads; that reaches only a registry linked into the same binary (XLA built from source), never the one "
-            f"inside jaxlib or torch_xla{arity}",
-            title="relying on loading the library to register a target",
-            likelihood=0.6,
-        ))
-        typed = registration.macro == "XLA_FFI_REGISTER_HANDLER"
-        platform = registration.platform
-        ok = platform.lower() in FFI_MACRO_PLATFORMS if typed else platform in LEGACY_MACRO_PLATFORMS
-        if platform and not ok:
-            allowed = "\"CUDA\" (or \"gpu\") / \"Host\" (or \"cpu\")" if typed else "exactly \"CUDA\" or \"Host\""
-            findings.append(make(
-                "platform-name",
-                f"{source.name}:{registration.line}: `{registration.text}` registers for platform \"{platform}\"; "
-                f"{registration.macro} needs {allowed}",
-                likelihood=0.8,
-            ))
+        if not inside_xla or registration.arity_problem:
+            findings.append(_static_registration(registration, source))
+        finding = _registration_platform(registration, source)
+        if finding is not None:
+            findings.append(finding)
     return findings
+
+
+def _static_registration(registration, source: cxx.CxxSource) -> Finding:
+    arity = f" ({registration.arity_problem})" if registration.arity_problem else ""
+    return make(
+        "ld-preload",
+        f"{source.name}:{registration.line}: `{registration.text}` registers `{registration.target}` when the library "
+        f"loads; that reaches only a registry linked into the same binary (XLA built from source), never the one "
+        f"inside jaxlib or torch_xla{arity}",
+        title="relying on loading the library to register a target",
+        likelihood=0.6,
+    )
+
+
+def _registration_platform(registration, source: cxx.CxxSource) -> Finding | None:
+    typed = registration.macro == "XLA_FFI_REGISTER_HANDLER"
+    platform = registration.platform
+    ok = platform.lower() in FFI_MACRO_PLATFORMS if typed else platform in LEGACY_MACRO_PLATFORMS
+    if not platform or ok:
+        return None
+    allowed = "\"CUDA\" (or \"gpu\") / \"Host\" (or \"cpu\")" if typed else "exactly \"CUDA\" or \"Host\""
+    return make(
+        "platform-name",
+        f"{source.name}:{registration.line}: `{registration.text}` registers for platform \"{platform}\"; "
+        f"{registration.macro} needs {allowed}",
+        likelihood=0.8,
+    )
 
 
 # -- all kernel checks --------------------------------------------------------------------------------
