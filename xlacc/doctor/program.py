@@ -28,6 +28,7 @@ GPU_SUFFIXES = (".cu", ".cuh")
 # Quick test before parsing a C/C++ file eagerly: without one of these it defines no entry point,
 # launch or registration (headers holding only structs or macros are parsed when asked for).
 C_RELEVANT = re.compile(r"<<<|XLA_|CustomCall|void\s*\*\s*\*|Stream|apsule|ncapsulate|opaque|__global__|CallFrame")
+GPU_WORDS = re.compile(r"cudaStream_t|hipStream_t|gpuStream_t|CUstream|PlatformStream|<<<|__global__")
 PYTHON_MODULE = re.compile(r"\b(?:PYBIND11_MODULE|NB_MODULE)\s*\(\s*(\w+)")
 
 
@@ -211,19 +212,24 @@ def _takes_stream(function: cxx.Function, source: cxx.CxxSource) -> bool:
 
 def _runs_on_gpu(binding: str, body: cxx.Function | None, source: cxx.CxxSource, functions: dict) -> bool | None:
     """A typed handler runs on the GPU when its binding takes a stream, or what it runs takes one
-    (its implementation, or a function its body names, as `binding().To(impl)` does)."""
+    (its implementation, or a function its body names, as `binding().To(impl)` does). Without
+    either, a file that never names a GPU stream holds host handlers; otherwise it cannot tell."""
     if "PlatformStream" in binding or "Stream" in binding:
         return True
     if body is None:
         return None
-    if _takes_stream(body, source):
+    local = {f.short_name: f for f in source.functions}  # a CPU and a GPU file may share helper names
+    named = [
+        local.get(n) or functions[n]
+        for n in set(re.findall(r"\b[A-Za-z_]\w*\b", body.body))
+        if n in local or n in functions
+    ]
+    named = [f for f in named if f is not body]
+    if _takes_stream(body, source) or any(_takes_stream(f, source) or "PlatformStream" in f.body for f in named):
         return True
-    named = [functions[n] for n in set(re.findall(r"\b[A-Za-z_]\w*\b", body.body)) if n in functions and functions[n] is not body]
-    if any(_takes_stream(f, source) for f in named):
-        return True
-    if body.params and not binding and not body.lambda_handler:
-        return False  # an implementation with parameters and no stream runs on the host
-    return False if named else None
+    if not GPU_WORDS.search(source.text):
+        return False
+    return None
 
 
 def _impl_name(text: str) -> str:

@@ -77,7 +77,8 @@ class PyRegistration:
     function: str
     target: str | None
     target_pattern: str | None  # a regex for a computed name; None when unknown or constant
-    from_module: str | None  # `for name, fn in gpu_ops.registrations().items()`: names come from gpu_ops
+    from_module: str | None  # the C++ module its capsule comes from (`gpu_ops.registrations()`, `gpu_ops.targets[n]`)
+    keys_are_names: bool  # `for name, fn in gpu_ops.registrations().items(): register(name, fn)`
     platforms: tuple[str, ...]  # every value the platform argument can take (a loop gives several)
     platform_given: bool
     api_version: int | None  # JAX's scale (0 legacy, 1 typed); None for torch_xla
@@ -656,6 +657,7 @@ class _Reader:
                 target=self._string(target_node),
                 target_pattern=self.module.pattern(target_node),
                 from_module=self._registrations_module(target_node) or self._root_module(capsule),
+                keys_are_names=self._registrations_module(target_node) is not None,
                 platforms=self._strings(platform_node),
                 platform_given=platform_node is not None,
                 api_version=None,
@@ -691,6 +693,7 @@ class _Reader:
                 target=self._string(target_node),
                 target_pattern=self.module.pattern(target_node),
                 from_module=self._registrations_module(target_node) or self._root_module(capsule),
+                keys_are_names=self._registrations_module(target_node) is not None,
                 platforms=self._strings(platform_node) if platform_node is not None else (() if wrapper else (default_platform,)),
                 platform_given=platform_node is not None or name == "register_cpu_custom_call_target",
                 api_version=api if isinstance(api, int) else None,

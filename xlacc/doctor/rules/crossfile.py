@@ -266,19 +266,27 @@ def registration_mismatches(links: Links, facts: PyFacts, reg: PyRegistration) -
 def unregistered_targets(program: Program, links: Links) -> list[Finding]:
     """A call to a constant target that nothing registers, next to a registered name it misspells."""
     registered: dict[str, set[str]] = {"jax": set(), "torch_xla": set()}
+    patterns: dict[str, list[str]] = {"jax": [], "torch_xla": []}
+    open_ended: set[str] = set()  # a framework with a registration whose name cannot be read
     for facts in program.facts:
         for reg in facts.registrations:
             if reg.target is not None:
                 registered[reg.framework].add(reg.target)
-            elif reg.from_module:
+            elif reg.target_pattern is not None:
+                patterns[reg.framework].append(reg.target_pattern)
+            elif reg.keys_are_names and program.modules.get(reg.from_module or ""):
                 registered[reg.framework].update(k for e in links.of_module(reg.from_module) for k in e.capsule_keys)
+            else:
+                open_ended.add(reg.framework)
     static = {name for e in program.entries for name in e.registered}
     findings = []
     for facts in program.facts:
         for call in facts.calls:
             names = registered.get(call.framework, set())
             target = call.target
-            if not target or not names or target in names or target in static or BUILTIN_TARGETS.match(target):
+            if not target or not names or call.framework in open_ended or target in names or target in static:
+                continue
+            if BUILTIN_TARGETS.match(target) or any(re.fullmatch(p, target) for p in patterns[call.framework]):
                 continue
             close = difflib.get_close_matches(target, sorted(names), n=1, cutoff=MISSPELLING_CUTOFF)
             if close:

@@ -72,12 +72,22 @@ def _reached_by_entries(program: Program) -> set[str] | None:
 # -- sizes ----------------------------------------------------------------------------------------
 
 
-def _constant_declaration(function: cxx.Function, name: str) -> str | None:
+def _constant_declaration(function: cxx.Function, name: str, depth: int = 0) -> str | None:
+    """``const int size = 3;`` (or ``= 2048 / block_dim;`` where block_dim is a constant too)."""
     pattern = re.compile(
-        rf"(?:\b(?:const|constexpr|static)\s+)*\b{INT_TYPES}\s+{re.escape(name)}\s*(?:=\s*|\{{\s*|\(\s*)\d+[uUlL]*\s*[;}})]"
+        rf"(?:\b(?:const|constexpr|static)\s+)*\b{INT_TYPES}\s+{re.escape(name)}\s*(?:=\s*|\{{\s*|\(\s*)"
+        rf"(?P<value>[\w\s+\-*/()]{{1,80}}?)\s*[;}})]"
     )
     match = pattern.search(function.body)
-    return " ".join(match.group(0).split()) if match else None
+    if match is None:
+        return None
+    value = match.group("value")
+    names = [n for n in IDENTIFIER.findall(value) if not re.fullmatch(r"\d+[uUlL]*", n)]
+    if not re.fullmatch(r"[\w\s+\-*/()]+", value) or not re.search(r"\d", value):
+        return None
+    if names and (depth > 1 or any(_constant_declaration(function, n, depth + 1) is None for n in names)):
+        return None
+    return " ".join(match.group(0).split())
 
 
 def _reads_call_sizes(entry: EntryPoint, functions: list[cxx.Function]) -> bool:
@@ -293,6 +303,8 @@ def symbol_exposure(entry: EntryPoint, program: Program, looked_up: set[str], hi
     could reach it (no capsule, no bindings, no Python)."""
     if entry.by_macro == "XLA_FFI_DEFINE_HANDLER_SYMBOL" or entry.captured or entry.registered:
         return None
+    if entry.origin is not None and INSIDE_XLA.search(entry.origin.text):
+        return None  # built into jaxlib, torch_xla or XLA: registered there, never looked up by name
     if entry.function is None or entry.function.template_params:
         return None
     if any(c.name == entry.symbol for f in program.functions.values() if f is not entry.function for c in f.calls):
