@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 CORPUS = Path(__file__).parent / "corpus"
 _spec = importlib.util.spec_from_file_location("corpus_accuracy", CORPUS / "accuracy.py")
 accuracy = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = accuracy  # its dataclasses look their module up
 _spec.loader.exec_module(accuracy)
 PROJECTS = sorted(p.parent.name for p in CORPUS.glob("*/expected.json"))
 
