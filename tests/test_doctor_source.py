@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from xlacc.doctor import analysis, inputs, program
-from xlacc.doctor.program import SourceFile
+from xlacc.doctor.inputs import SourceFile
 from xlacc.doctor.rules import python as pyrules
 from xlacc.parsers import cxx
 from xlacc.parsers import python as python_facts

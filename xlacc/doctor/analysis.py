@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlacc.doctor.program import Program, SourceFile
+from xlacc.doctor.inputs import SourceFile
+from xlacc.doctor.program import Program
 from xlacc.doctor.rules import crossfile, kernel, python
 from xlacc.report import Finding
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from xlacc.doctor import inputs
 from xlacc.doctor.findings import BY_CODE, CATALOGUE, GROUPS
-from xlacc.doctor.program import SourceFile
+from xlacc.doctor.inputs import SourceFile
 from xlacc.doctor.section import Section
 from xlacc.errors import UsageError
 from xlacc.report import Check, Finding, Report
@@ -192,10 +192,10 @@ def _walk_section(directory: Path, walk: inputs.Walk) -> Section:
 
 
 def _source_sections(gathered: _Inputs) -> list[Section]:
-    from xlacc.doctor import analysis
-
     if not gathered.sources and not gathered.documents:
         return []
+    from xlacc.doctor import analysis
+
     report = analysis.analyze(gathered.sources)
     sections = []
     documents = dict(gathered.documents)
@@ -230,9 +230,10 @@ def _library_sections(request: DoctorRequest, gathered: _Inputs) -> list[Section
     if request.so is not None and not request.so.exists():
         raise UsageError(f"--so {request.so}: no such file")
     symbols, symbols_from = request.symbols, "--symbol"
-    specs = gathered.specs or ([owner] if request.so and (owner := _owning_spec(request.so)) else [])
-    if not symbols and specs:
-        symbols, symbols_from = list(specs[0].entry_points), "xlacc.toml"
+    if not symbols:  # the entry points of the project the library belongs to
+        specs = gathered.specs or ([owner] if request.so and (owner := _owning_spec(request.so)) else [])
+        if specs:
+            symbols, symbols_from = list(specs[0].entry_points), "xlacc.toml"
     sections = [Section(f"shared object {p}", "not built yet: run `xlacc build`", skipped=True) for p in gathered.unbuilt if p not in paths]
     for path in dict.fromkeys(paths):
         sections += library.check_library(path, symbols, request.arch, symbols_from)

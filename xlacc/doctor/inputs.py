@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import BinaryIO, Iterator, Protocol
 
-from xlacc.doctor.program import SourceFile
 from xlacc.errors import UsageError
 
 C_SUFFIXES = frozenset({".cu", ".cuh", ".cc", ".cpp", ".cxx", ".c", ".h", ".hpp", ".hh"})
@@ -58,6 +57,15 @@ GUESSES = (
     ("py", re.compile(r"^\s*(?:import|from)\s+\w|^\s*def\s+\w+\(|^\s*@\w", re.M)),
     ("sh", re.compile(r"^\s*(?:\$\s+)?(?:nvcc|python3?|export|cd|LD_PRELOAD=|pip)\b", re.M)),
 )
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    name: str  # what findings call it (a path, or path:line for a block of a document)
+    kind: str  # c | py | sh | text
+    text: str
+    group: str  # the file it came from (one check line per group)
+    line_offset: int = 0
 
 
 # -- kinds and blocks -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import PurePath
 
+from xlacc.doctor.inputs import SourceFile
 from xlacc.parsers import cxx
 from xlacc.parsers import python as pyparse
 
@@ -55,15 +56,6 @@ SIGNATURES = (
 )
 BY_KIND = {s.kind: s for s in SIGNATURES}
 TYPED_FFI = BY_KIND["typed-ffi"]
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    name: str  # what findings call it (a path, or path:line for a block of a document)
-    kind: str  # c | py | sh | text
-    text: str
-    group: str  # the file it came from (one check line per group)
-    line_offset: int = 0
 
 
 @dataclass(frozen=True)

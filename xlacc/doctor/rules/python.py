@@ -7,7 +7,7 @@ import re
 from pathlib import PurePath
 
 from xlacc.doctor.findings import make
-from xlacc.doctor.program import SourceFile
+from xlacc.doctor.inputs import SourceFile
 from xlacc.parsers.python import PyCall, PyFacts, PyRegistration
 from xlacc.report import Finding
 
