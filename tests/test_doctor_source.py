@@ -235,7 +235,7 @@ def test_static_registration_macros_and_their_platform():
         ("seed004_zeros_like.py", "op-optimized-away", "returns `torch.zeros_like(query)`"),
         ("seed004_xla_custom_call.py", "output-dtype-type", "`str(query.dtype)`"),
         ("seed000_register_and_call.py", "legacy-api-deprecated", "api_version 1"),
-        ("fork_after_cuda.py", "cuda-init-before-fork", "`torch.zeros(1, device='cuda')` initialises the device"),
+        ("fork_after_cuda.py", "cuda-init-before-fork", "`torch.zeros(1, device=\"cuda\")` initialises the device"),
         ("seed002_build_and_test.sh", "ld-preload", "LD_PRELOAD=./xla_gpu_custom_ops.so"),
     ],
 )

@@ -152,6 +152,7 @@ class Module:
     def __init__(self, tree: ast.Module, source: str):
         self.source = source
         self.tree = tree
+        self._lines: list[str] | None = None
         self.parents: dict[ast.AST, ast.AST] = {}
         self.scope_of: dict[ast.AST, ast.AST] = {}
         self.assignments: dict[tuple[int, str], list[ast.expr]] = defaultdict(list)
@@ -167,6 +168,7 @@ class Module:
 
     def _walk(self) -> None:
         stack: list[tuple[ast.AST, ast.AST]] = [(self.tree, self.tree)]
+        parents, AST = self.parents, ast.AST
         while stack:
             node, scope = stack.pop()
             self.scope_of[node] = scope
@@ -180,11 +182,18 @@ class Module:
                     for arg in node.args.args + node.args.posonlyargs + node.args.kwonlyargs:
                         self.parameters.add((id(node), arg.arg))
             self._record(node, scope)
-            for child in ast.iter_child_nodes(node):
-                self.parents[child] = node
-                # Decorators and defaults belong to the enclosing scope.
-                child_scope = scope if child in getattr(node, "decorator_list", ()) else inner
-                stack.append((child, child_scope))
+            decorators = getattr(node, "decorator_list", None)
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, list):
+                    for child in value:
+                        if isinstance(child, AST):
+                            parents[child] = node
+                            # Decorators and defaults belong to the enclosing scope.
+                            stack.append((child, scope if value is decorators else inner))
+                elif isinstance(value, AST):
+                    parents[value] = node
+                    stack.append((value, inner))
 
     def _record(self, node: ast.AST, scope: ast.AST) -> None:
         if isinstance(node, ast.Assign):
@@ -223,12 +232,37 @@ class Module:
     # -- names ------------------------------------------------------------------------------------
     def text(self, node: ast.AST) -> str:
         """The node as code, without comments, on one line, shortened."""
-        try:
-            text = ast.unparse(node)
-        except (ValueError, TypeError, AttributeError, RecursionError):
-            text = ast.get_source_segment(self.source, node) or ""
+        text = self._segment(node)
+        if text is None or "#" in text:  # a comment inside, or no position: write the node out
+            try:
+                text = ast.unparse(node)
+            except (ValueError, TypeError, AttributeError, RecursionError):
+                text = text or ""
         text = " ".join(text.split())
         return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+    def _segment(self, node: ast.AST) -> str | None:
+        """The node's text as the file spells it (columns are UTF-8 byte offsets)."""
+        try:
+            first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return None
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        if last is None or end is None or not 0 <= first <= last < len(self._lines):
+            return None
+        if last - first > MAX_TEXT // 20:
+            last, end = first + MAX_TEXT // 20, None
+        lines = self._lines[first : last + 1]
+        if not all(line.isascii() for line in lines):
+            encoded = [line.encode() for line in lines]
+            if len(encoded) == 1:
+                return encoded[0][start:end].decode(errors="replace")
+            return b"\n".join([encoded[0][start:], *encoded[1:-1], encoded[-1][:end]]).decode(errors="replace")
+        if len(lines) == 1:
+            return lines[0][start:end]
+        return "\n".join([lines[0][start:], *lines[1:-1], lines[-1][:end]])
 
     def binding(self, name: ast.Name) -> tuple[list[ast.expr], bool]:
         """What ``name`` is assigned in the nearest scope that binds it, and whether that scope

@@ -13,7 +13,6 @@ import dataclasses
 import difflib
 import re
 from dataclasses import dataclass
-from pathlib import PurePath
 
 from xlacc.doctor.findings import make
 from xlacc.doctor.program import TYPED_FFI, EntryPoint, Program
@@ -65,6 +64,13 @@ class Links:
         for entry in program.entries:
             for name in entry.names:
                 self.by_name.setdefault(name, []).append(entry)
+        self._of_module: dict[str, list[EntryPoint]] = {}
+        self._by_registration: dict[int, list[EntryPoint]] = {}
+        self._registrations: dict[str, list[tuple[PyFacts, PyRegistration]]] = {}  # by framework
+        for facts in program.facts:
+            for reg in facts.registrations:
+                self._registrations.setdefault(reg.framework, []).append((facts, reg))
+        self._found: dict[int, tuple[list[tuple[PyFacts, PyRegistration]], list[EntryPoint]]] = {}
 
     def named(self, name: str | None, pattern: str | None) -> list[EntryPoint]:
         if name is not None:
@@ -76,12 +82,19 @@ class Links:
 
     def of_module(self, module: str | None) -> list[EntryPoint]:
         """Entry points a C++ module's capsules carry (``PYBIND11_MODULE(gpu_ops, m)`` and its file)."""
-        source = self.program.modules.get(module or "")
-        if source is None:
-            return []
-        return [e for e in self.program.entries if source.name in e.capsule_sources]
+        key = module or ""
+        if key not in self._of_module:
+            source = self.program.modules.get(key)
+            self._of_module[key] = [] if source is None else [e for e in self.program.entries if source.name in e.capsule_sources]
+        return self._of_module[key]
 
     def for_registration(self, reg: PyRegistration) -> list[EntryPoint]:
+        key = id(reg)
+        if key not in self._by_registration:
+            self._by_registration[key] = self._for_registration(reg)
+        return self._by_registration[key]
+
+    def _for_registration(self, reg: PyRegistration) -> list[EntryPoint]:
         found = [e for symbol in reg.symbols for e in self.by_name.get(symbol, [])]
         source = self.program.modules.get(reg.from_module or "")
         if not found and source is not None:
@@ -101,15 +114,21 @@ class Links:
     def registrations(self, call: PyCall) -> list[tuple[PyFacts, PyRegistration]]:
         """Where Python registers the target ``call`` uses, in the registry its framework reads."""
         found = []
-        for facts in self.program.facts:
-            for reg in facts.registrations:
-                if reg.framework != call.framework:
-                    continue
-                if reg.target is not None and call.matches(reg.target):
-                    found.append((facts, reg))
-                elif reg.target is None and reg.from_module and any(call.matches(k) for e in self.of_module(reg.from_module) for k in e.capsule_keys):
-                    found.append((facts, reg))
+        for facts, reg in self._registrations.get(call.framework, ()):
+            if reg.target is not None and call.matches(reg.target):
+                found.append((facts, reg))
+            elif reg.target is None and reg.from_module and any(call.matches(k) for e in self.of_module(reg.from_module) for k in e.capsule_keys):
+                found.append((facts, reg))
         return found
+
+    def of_call(self, call: PyCall, facts: PyFacts | None = None) -> tuple[list[tuple[PyFacts, PyRegistration]], list[EntryPoint]]:
+        """The registrations a call's target has and the entry points the call reaches (computed once
+        per call)."""
+        key = id(call)
+        if key not in self._found:
+            registrations = self.registrations(call)
+            self._found[key] = (registrations, self.for_call(call, registrations, facts))
+        return self._found[key]
 
     def for_call(self, call: PyCall, registrations: list[tuple[PyFacts, PyRegistration]], facts: PyFacts | None = None) -> list[EntryPoint]:
         entries = [
@@ -123,10 +142,10 @@ def nearest(entries: list[EntryPoint], name: str | None) -> list[EntryPoint]:
     file that uses it: a script loads the library built beside it."""
     if name is None or len(entries) < 2:
         return entries
-    here = PurePath(name.split(":", 1)[0]).parent.parts
+    here = _folders(name.split(":", 1)[0])
 
     def shared(entry: EntryPoint) -> int:
-        there = PurePath(entry.source).parent.parts
+        there = _folders(entry.source)
         return next((i for i, (a, b) in enumerate(zip(here, there)) if a != b), min(len(here), len(there)))
 
     by_symbol: dict[str, list[EntryPoint]] = {}
@@ -137,6 +156,10 @@ def nearest(entries: list[EntryPoint], name: str | None) -> list[EntryPoint]:
         best = max(shared(e) for e in same)
         chosen += [e for e in same if shared(e) == best][:1]
     return chosen
+
+
+def _folders(path: str) -> list[str]:
+    return [part for part in path.replace("\\", "/").split("/")[:-1] if part not in ("", ".")]
 
 
 def _unique(entries: list[EntryPoint]) -> list[EntryPoint]:
@@ -170,8 +193,7 @@ def _api_fit(entry: EntryPoint, api: int) -> str | None:
 def call_mismatches(links: Links, facts: PyFacts, call: PyCall) -> list[Finding]:
     if call.api not in HLO_APIS:  # unknown, or invalid (api-version-invalid says so)
         return []
-    registrations = links.registrations(call)
-    entries = links.for_call(call, registrations, facts)
+    registrations, entries = links.of_call(call, facts)
     reasons = []
     if call.framework == "torch_xla" and call.api == 4:
         reasons.append("torch_xla registers targets only in the legacy registry, so api_version 4 (typed FFI) never finds them")
@@ -484,7 +506,7 @@ def cross_findings(program: Program) -> list[Finding]:
     for facts in program.facts:
         for call in facts.calls:
             findings.extend(call_mismatches(links, facts, call))
-            entries = links.for_call(call, links.registrations(call), facts)
+            _, entries = links.of_call(call, facts)
             if len(entries) == 1:
                 findings.extend(call_contents(links, facts, call, entries[0]))
                 if call.operands is not None:

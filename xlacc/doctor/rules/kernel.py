@@ -7,6 +7,7 @@ compiles or runs anything.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from xlacc.doctor.findings import make
@@ -72,13 +73,26 @@ def _reached_by_entries(program: Program) -> set[str] | None:
 # -- sizes ----------------------------------------------------------------------------------------
 
 
+INT_DECLARATION = re.compile(
+    rf"(?:\b(?:const|constexpr|static)\s+)*\b{INT_TYPES}\s+(?P<name>\w+)\s*(?:=\s*|\{{\s*|\(\s*)"
+    rf"(?P<value>[\w\s+\-*/()]{{1,80}}?)\s*[;}})]"
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _int_declarations(body: str) -> dict[str, re.Match]:
+    """The first integer declaration with an initialiser of each name in a body."""
+    found: dict[str, re.Match] = {}
+    for match in INT_DECLARATION.finditer(body):
+        found.setdefault(match.group("name"), match)
+    return found
+
+
 def _constant_declaration(function: cxx.Function, name: str, depth: int = 0) -> str | None:
     """``const int size = 3;`` (or ``= 2048 / block_dim;`` where block_dim is a constant too)."""
-    pattern = re.compile(
-        rf"(?:\b(?:const|constexpr|static)\s+)*\b{INT_TYPES}\s+{re.escape(name)}\s*(?:=\s*|\{{\s*|\(\s*)"
-        rf"(?P<value>[\w\s+\-*/()]{{1,80}}?)\s*[;}})]"
-    )
-    match = pattern.search(function.body)
+    if name not in function.body:
+        return None
+    match = _int_declarations(function.body).get(name)
     if match is None:
         return None
     value = match.group("value")

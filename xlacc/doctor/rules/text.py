@@ -539,12 +539,15 @@ def normalize(text: str) -> NormalizedText:
     return NormalizedText(spaced, glued)
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=None)
+def _patterns(rule: TextRule) -> tuple[re.Pattern, re.Pattern]:
+    """The rule's pattern, and the same with optional spaces (for text whose words the terminal glued
+    when it wrapped); compiled the first time an anchor of the rule is seen."""
+    return re.compile(rule.pattern, rule.flags), re.compile(rule.pattern.replace(r"\s+", r"\s*"), rule.flags)
+
+
 def _compiled() -> tuple[tuple[TextRule, re.Pattern, re.Pattern], ...]:
-    return tuple(
-        (rule, re.compile(rule.pattern, rule.flags), re.compile(rule.pattern.replace(r"\s+", r"\s*"), rule.flags))
-        for rule in RULES
-    )
+    return tuple((rule, *_patterns(rule)) for rule in RULES)
 
 
 @dataclass(frozen=True)
@@ -622,9 +625,10 @@ def diagnose_text(text: str, hlo: bool = True) -> list[Finding]:
     text = cap_lines(text)
     normalized = normalize(text)
     findings: list[Finding] = []
-    for rule, spaced, glued in _compiled():
+    for rule in RULES:
         if not any(anchor in normalized.glued or anchor in normalized.spaced for anchor in rule.anchors):
             continue
+        spaced, glued = _patterns(rule)
         matches = list(itertools.islice(spaced.finditer(normalized.spaced), rule.max_matches))
         if not matches:
             matches = list(itertools.islice(glued.finditer(normalized.glued), rule.max_matches))
