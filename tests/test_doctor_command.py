@@ -30,7 +30,9 @@ needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="
         (["python", "-m", "pytest", "-q", "test_x.py::test_a"], "test_x.py"),
         (["pytest", "test_x.py"], "test_x.py"),
         (["env", "A=1", "python", "run.py"], "run.py"),
-        (["bash", "run.sh"], None),
+        (["bash", "run.sh"], "run.py"),
+        (["./run.sh"], "run.py"),
+        (["sh", "-e", "empty.sh"], None),
         (["python", "-c", "print(1)"], None),
     ],
 )
@@ -38,6 +40,8 @@ def test_the_script_a_command_runs(tmp_path, argv, expected):
     for name in ("run.py", "test_x.py", "pkg/tool.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / "run.sh").write_text("#!/bin/bash\nset -e  # python nothing.py\ncd . && XLA_FLAGS=--xla_dump_to=/tmp python -u run.py --n 3 | tee out.log\n")
+    (tmp_path / "empty.sh").write_text("echo hello\n")
     found = command.script_of(argv, tmp_path)
     assert (found.relative_to(tmp_path).as_posix() if found else None) == expected
 

@@ -16,6 +16,7 @@ import math
 import os
 import re
 import select
+import shlex
 import signal
 import subprocess
 import time
@@ -34,6 +35,8 @@ MAX_PROGRAM_FILES = 60
 IMPORT_DEPTH = 3
 PYTHON = re.compile(r"(?:^|/)(?:python[\d.]*|pypy[\d.]*)$")
 RUNNERS = ("pytest", "py.test")
+SHELLS = ("bash", "sh", "zsh", "dash")
+MAX_SHELL_LINES = 500
 
 
 @dataclass(frozen=True)
@@ -135,8 +138,9 @@ def _stop_group(process: subprocess.Popen) -> None:
 # -- the program a command runs ---------------------------------------------------------------------
 
 
-def script_of(argv: list[str], cwd: Path) -> Path | None:
-    """The Python file ``argv`` runs, when it names one."""
+def script_of(argv: list[str], cwd: Path, depth: int = 0) -> Path | None:
+    """The Python file ``argv`` runs, when it names one (through a shell script too: the first
+    Python file a line of the script runs)."""
     if not argv:
         return None
     words = list(argv)
@@ -158,6 +162,30 @@ def script_of(argv: list[str], cwd: Path) -> Path | None:
         return _first_python(words[1:], cwd)
     if words[0].endswith(".py"):
         return _existing(words[0], cwd)
+    shell = words[1:] if program in SHELLS else words
+    shell = [w for w in shell if not w.startswith("-")]
+    if depth < 2 and shell and shell[0].endswith((".sh", ".bash")):
+        found = _existing(shell[0], cwd)
+        if found is not None:
+            return _script_in_shell(found, cwd, depth)
+    return None
+
+
+def _script_in_shell(script: Path, cwd: Path, depth: int) -> Path | None:
+    for line in inputs.read_text(script).splitlines()[:MAX_SHELL_LINES]:
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        for command in re.split(r"&&|\|\||;|\|", line):
+            try:
+                words = shlex.split(command)
+            except ValueError:
+                continue
+            while words and ("=" in words[0] and not words[0].startswith("-") or words[0] in ("exec", "time", "env")):
+                words = words[1:]
+            found = script_of(words, cwd, depth + 1) if words else None
+            if found is not None:
+                return found
     return None
 
 
