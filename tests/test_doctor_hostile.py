@@ -182,7 +182,7 @@ def test_a_backgrounded_grandchild_holding_stdout_does_not_keep_doctor_waiting(t
 def test_timeout_stops_the_whole_process_group(tmp_path):
     marker = tmp_path / "late"
     script = f"(sleep 5; touch {marker}) & sleep 60"
-    done, wall, _ = doctor("--json", "--timeout", "1", "--", "sh", "-c", script, seconds=10)
+    done, _, _ = doctor("--json", "--timeout", "1", "--", "sh", "-c", script, seconds=10)
     report = json.loads(done.stdout)
     assert report["command"]["returncode"] is None and "timed out" in report["checks"][-1]["detail"]
     time.sleep(5)

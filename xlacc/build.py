@@ -636,7 +636,7 @@ def verify_library(
     try:
         shared = elf.read_shared_object(library)
         symbols = verify.symbols(shared, entry_points)
-        described, arch_results = verify.gpu_code(library, archs, "[build] archs") if archs is not None else ("", None)
+        _, arch_results = verify.gpu_code(library, archs, "[build] archs") if archs is not None else ("", None)
     except elf.ElfError as exc:
         return [Check("library", False, str(exc))], [make_finding("library-unreadable", str(exc))]
     checks = [Check(f"symbol {r.name}", r.ok, "exported with C linkage" if r.ok else r.status) for r in symbols]

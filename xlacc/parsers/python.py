@@ -64,6 +64,9 @@ DTYPE_NAMES = {
     **{name: name for name in ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64", "bool")},
     "float": "float32", "double": "float64", "half": "float16", "int": "int32", "long": "int64", "short": "int16",
 }
+# numpy's and jax.numpy's constructors that take the element type positionally, and where.
+ARRAY_DTYPE_POSITION = {"zeros": 1, "ones": 1, "empty": 1, "full": 2, "zeros_like": 1, "ones_like": 1, "empty_like": 1,
+                        "full_like": 2, "array": 1, "asarray": 1}
 # Quick test before parsing: a file with none of these words holds nothing this module reports.
 RELEVANT = re.compile(
     r"xla|XLA|ffi|ctypes|CDLL|cdll|custom_call|CustomCall|multiprocessing|fork|ProcessPool|capsule|LD_PRELOAD|struct|"
@@ -390,6 +393,12 @@ def _keyword(call: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
+def _spread(call: ast.Call) -> bool:
+    """Does the call pass ``*args`` or ``**kwargs``? (Then an argument it does not spell may be
+    in them.)"""
+    return any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args)
+
+
 class _Reader:
     def __init__(self, name: str, module: Module):
         self.facts = PyFacts(name)
@@ -559,25 +568,49 @@ class _Reader:
         api_node = _argument(call, 6, "api_version")
         api_source = "given" if api_node is not None else ("default" if wrapper else "missing")
         api = self.module.constant(api_node) if api_node is not None else (0 if wrapper else None)
-        if api_node is not None and not isinstance(api, int):
+        if (api_node is not None and not isinstance(api, int)) or (api_node is None and _spread(call)):
             api, api_source = None, "unknown"
-        config_node = _argument(call, 5, "backend_config")
-        target_node = _argument(call, 1, "call_target")
-        operands = self._operand_list(_argument(call, 0, "inputs"))
+        self._add_call(
+            call,
+            "torch_xla",
+            name,
+            target_node=_argument(call, 1, "call_target"),
+            api=api,
+            api_source=api_source,
+            config_node=_argument(call, 5, "backend_config"),
+            operands=self._operand_list(_argument(call, 0, "inputs")),
+            dtype_problem=self._dtype_problem(_argument(call, 3, "output_dtypes")),
+        )
+
+    def _add_call(
+        self,
+        call: ast.Call,
+        framework: str,
+        name: str,
+        target_node: ast.expr | None,
+        api: Any,
+        api_source: str,
+        config_node: ast.expr | None,
+        operands: list[ast.expr] | None,
+        attrs: tuple[str, ...] = (),
+        legacy_config: bool = False,
+        dtype_problem: str | None = None,
+    ) -> None:
+        """Record one call of a custom-call target, whatever API spells it."""
         self.facts.calls.append(
             PyCall(
-                framework="torch_xla",
+                framework=framework,
                 function=name,
                 target=self._string(target_node),
                 target_pattern=self.module.pattern(target_node),
-                api=api,
+                api=api if isinstance(api, int) else None,
                 api_source=api_source,
                 positional=len(call.args),
-                attrs=(),
-                legacy_config=False,
+                attrs=attrs,
+                legacy_config=legacy_config,
                 backend_config=self._string(config_node),
                 backend_config_kind=self._config_kind(config_node),
-                dtype_problem=self._dtype_problem(_argument(call, 3, "output_dtypes")),
+                dtype_problem=dtype_problem,
                 line=call.lineno,
                 text=self.module.text(call),
                 operands=tuple(self.module.text(o) for o in operands) if operands is not None else None,
@@ -596,27 +629,18 @@ class _Reader:
         if isinstance(parent, ast.Call) and parent.func is call:
             attrs = tuple(k.arg for k in parent.keywords if k.arg)
             operands = list(parent.args)
-        target_node = _argument(call, 0, "target_name")
-        self.facts.calls.append(
-            PyCall(
-                framework="jax",
-                function=name,
-                target=self._string(target_node),
-                target_pattern=self.module.pattern(target_node),
-                api=api if isinstance(api, int) else None,
-                api_source="default" if api_node is None else ("given" if isinstance(api, int) else "unknown"),
-                positional=len(call.args),
-                attrs=attrs,
-                legacy_config=legacy_node is not None and not (isinstance(legacy_node, ast.Constant) and legacy_node.value is None),
-                backend_config=self._string(legacy_node),
-                backend_config_kind=self._config_kind(legacy_node),
-                dtype_problem=None,
-                line=call.lineno,
-                text=self.module.text(call),
-                operands=tuple(self.module.text(o) for o in operands) if operands is not None else None,
-                operand_dtypes=tuple(self.dtype_of(o) for o in operands or ()),
-                opaque_format=self._packed_format(legacy_node),
-            )
+        unknown = (api_node is None and _spread(call)) or not isinstance(api, int)
+        self._add_call(
+            call,
+            "jax",
+            name,
+            target_node=_argument(call, 0, "target_name"),
+            api=None if unknown else api,
+            api_source="unknown" if unknown else ("default" if api_node is None else "given"),
+            config_node=legacy_node,
+            operands=operands,
+            attrs=attrs,
+            legacy_config=legacy_node is not None and not (isinstance(legacy_node, ast.Constant) and legacy_node.value is None),
         )
         if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
             scope = self.module.scope_of.get(call, self.module.tree)
@@ -630,27 +654,16 @@ class _Reader:
         api = self.module.constant(api_node) if api_node is not None else default
         config_node = _keyword(call, "backend_config") or _keyword(call, "opaque")
         operands_node = _keyword(call, "operands") or (_argument(call, 2, "operands") if name.startswith("CustomCall") else None)
-        operands = self._operand_list(operands_node)
-        self.facts.calls.append(
-            PyCall(
-                framework="jax",
-                function=name,
-                target=self._string(target_node),
-                target_pattern=self.module.pattern(target_node),
-                api=api if isinstance(api, int) else None,
-                api_source="given" if api_node is not None else ("default" if default is not None else "unknown"),
-                positional=len(call.args),
-                attrs=(),
-                legacy_config=False,
-                backend_config=self._string(config_node),
-                backend_config_kind=self._config_kind(config_node),
-                dtype_problem=None,
-                line=call.lineno,
-                text=self.module.text(call),
-                operands=tuple(self.module.text(o) for o in operands) if operands is not None else None,
-                operand_dtypes=tuple(self.dtype_of(o) for o in operands or ()),
-                opaque_format=self._packed_format(config_node),
-            )
+        spread = api_node is None and _spread(call)
+        self._add_call(
+            call,
+            "jax",
+            name,
+            target_node=target_node,
+            api=None if spread else api,
+            api_source="given" if api_node is not None else ("default" if default is not None and not spread else "unknown"),
+            config_node=config_node,
+            operands=self._operand_list(operands_node),
         )
 
     def _operand_list(self, node: ast.expr | None) -> list[ast.expr] | None:
@@ -837,6 +850,10 @@ class _Reader:
             dtype_node = _keyword(value, "dtype")
             if dtype_node is None and isinstance(func, ast.Attribute) and func.attr in ("astype", "to", "view") and value.args:
                 dtype_node = value.args[0]
+            if dtype_node is None and isinstance(func, ast.Attribute) and func.attr in ARRAY_DTYPE_POSITION:
+                module = self.module.dotted(func.value) or ""
+                if module in ("numpy", "jax.numpy"):
+                    dtype_node = _argument(value, ARRAY_DTYPE_POSITION[func.attr], "dtype")
             if dtype_node is not None:
                 named = _dtype_name(self.module.dotted(dtype_node) or self.module.constant(dtype_node))
                 if named:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from xlacc.doctor.findings import make
-from xlacc.doctor.program import TYPED_FFI, EntryPoint, Program
+from xlacc.doctor.program import EntryPoint, Program
 from xlacc.doctor.rules.python import HLO_APIS, JAX_REGISTER_APIS, where
 from xlacc.parsers import cxx
 from xlacc.parsers.python import PyCall, PyFacts, PyRegistration, struct_layout, struct_size
