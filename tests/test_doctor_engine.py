@@ -94,7 +94,7 @@ def test_list_checks_puts_the_catalogue_in_checks_and_data():
         (["doctor", "--log", "does/not/exist.log"], "cannot read"),
         (["doctor", "--so", "does/not/exist.so"], "no such file"),
         (["doctor", "--arch", "sm_nine", "--so", "x.so"], "--arch sm_nine"),
-        (["doctor", "pyproject.toml"], "not a kernel, script, log or library"),
+        (["doctor", "pyproject.toml"], "not a kernel, script, note, log or library"),
         (["doctor", "--", "no-such-program-xlacc"], "no such program"),
         (["doctor", "--symbol", "my_entry"], "--symbol names entry points of a shared object"),
     ],
@@ -126,7 +126,8 @@ def test_text_output_in_the_style_of_flutter_doctor():
     assert any(line.startswith("✗ source ") for line in lines)
     assert any(line.startswith("✗ hardcoded-size:") for line in lines)
     assert any(line.startswith("! unchecked-launch:") for line in lines)
-    assert sum(1 for line in lines if line.strip().startswith("fix:")) == 2
+    assert any(line.startswith("! legacy-api-deprecated:") for line in lines)  # the 4-parameter signature
+    assert sum(1 for line in lines if line.strip().startswith("fix:")) == 3
 
 
 # -- commands -----------------------------------------------------------------------------------
@@ -184,10 +185,23 @@ def test_generated_project_raises_no_error(tmp_path, platform, api):
 
 
 def test_a_directory_with_nothing_to_read_says_so(tmp_path):
-    (tmp_path / "notes.md").write_text("```python\nimport torch\n```\n")
+    (tmp_path / "picture.png").write_bytes(b"\x89PNG")
     code, report = doctor_json(str(tmp_path))
     assert code == 0 and not report["findings"]
-    assert report["checks"][0]["ok"] is None and "notes and logs are read when named" in report["checks"][0]["detail"]
+    assert report["checks"][0]["ok"] is None and "no kernels, scripts, notes, logs" in report["checks"][0]["detail"]
+
+
+def test_notes_logs_and_notebooks_in_a_folder_are_read(tmp_path):
+    (tmp_path / "notes.md").write_text("```python\nimport torch_xla\ntorch_xla._XLAC._xla_custom_call([q], 'op', [list(q.shape)], [str(q.dtype)], False, '', 2, {})\n```\n")
+    (tmp_path / "run.log").write_text("E0101 00:00:00.000 1 custom_call.cc:88] No registered implementation for custom call to my_op for platform CUDA\n")
+    notebook = {"cells": [{"cell_type": "code", "source": ["import jax\n", "jax.ffi.register_ffi_target('op', cap, platform='GPU')\n"], "outputs": []}]}
+    (tmp_path / "try.ipynb").write_text(json.dumps(notebook))
+    code, report = doctor_json(str(tmp_path))
+    found = {(f["code"], f["evidence"].split(":")[0]) for f in report["findings"]}
+    assert code == 1
+    assert ("output-dtype-type", str(tmp_path / "notes.md")) in found
+    assert any(c == "target-not-registered" for c, _ in found)
+    assert ("platform-name", str(tmp_path / "try.ipynb")) in found
 
 
 def test_so_inside_a_project_is_checked_for_the_projects_entry_points(tmp_path):

@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from xlacc.doctor.rules import cxx, python_facts, source
+from xlacc.doctor import analysis, inputs, program
+from xlacc.doctor.inputs import SourceFile
+from xlacc.doctor.rules import python as pyrules
+from xlacc.parsers import cxx
+from xlacc.parsers import python as python_facts
 
 ARTIFACTS = Path(__file__).parent / "artifacts" / "doctor"
 SOURCES = ARTIFACTS / "sources"
@@ -16,13 +20,13 @@ SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"  # the user's n
 def analyze(*paths: Path):
     files = []
     for path in paths:
-        kind = source.kind_of(path)
+        kind = inputs.kind_of(path)
         text = path.read_text(encoding="utf-8")
         if kind == "text":
-            files += source.code_blocks(path.name, text)
+            files += inputs.code_blocks(path.name, text)
         else:
-            files.append(source.SourceFile(path.name, kind, text, path.name))
-    return source.analyze(files)
+            files.append(SourceFile(path.name, kind, text, path.name))
+    return analysis.analyze(files)
 
 
 def all_findings(report):
@@ -33,61 +37,7 @@ def codes(report) -> list[str]:
     return sorted(f.code for f in all_findings(report))
 
 
-# -- reading C/C++ ------------------------------------------------------------------------------
-
-
-def test_comments_and_strings_are_blanked_without_moving_offsets():
-    text = 'int a; // { not a brace\nconst char* s = "}{"; /* { */ int b;\n'
-    code, skeleton = cxx.strip_comments(text)
-    assert len(code) == len(skeleton) == len(text)
-    assert "{" not in skeleton.replace('"  "', "") and code.count("\n") == 2
-    assert '"}{"' in code and "not a brace" not in code
-
-
-def test_functions_params_extern_c_and_internal():
-    src = cxx.parse("k.cu", """
-using Stream = cudaStream_t;
-extern "C" {
-void in_block(Stream s, void** buffers, const char* opaque, std::size_t len) { }
-}
-extern "C" __attribute__((visibility("default")))
-void spaced(cudaStream_t stream, void* const* buffers, const char *opaque, size_t n, XlaCustomCallStatus* status) {
-  if (n) { helper(); }
-}
-namespace { void hidden(float* __restrict__ out, int n = 3) {} }
-static int counted(unsigned long x) { return 0; }
-""")
-    by_name = {f.short_name: f for f in src.functions}
-    assert set(by_name) == {"in_block", "spaced", "hidden", "counted"}
-    assert by_name["in_block"].extern_c and by_name["spaced"].extern_c and not by_name["hidden"].extern_c
-    assert by_name["hidden"].internal and by_name["counted"].internal and not by_name["spaced"].internal
-    assert [(p.type, p.name) for p in by_name["spaced"].params] == [
-        ("cudaStream_t", "stream"), ("void**", "buffers"), ("char*", "opaque"), ("size_t", "n"), ("XlaCustomCallStatus*", "status"),
-    ]
-    assert [(p.type, p.name) for p in by_name["hidden"].params] == [("float*", "out"), ("int", "n")]
-    assert by_name["spaced"].line == 7 and "Stream" in src.stream_types
-
-
-def test_launches_with_templates_nested_calls_and_lines():
-    src = cxx.parse("k.cu", """void f(cudaStream_t s, int n) {
-  k1<<<g, b>>>(x, y);
-  ns::k2<float, 4><<<dim3(n / 256, 1), 256, smem, s>>>(foo(a, b), n);
-}
-""")
-    (function,) = src.functions
-    first, second = function.launches
-    assert (first.kernel, first.config, first.args, first.line) == ("k1", ("g", "b"), ("x", "y"), 2)
-    assert second.kernel == "ns::k2" and second.config == ("dim3(n / 256, 1)", "256", "smem", "s")
-    assert second.args == ("foo(a, b)", "n") and second.line == 3
-
-
-def test_handler_macros_and_registrations():
-    src = cxx.parse("k.cc", (SOURCES / "seed003_ffi_handler.cc").read_text())
-    (handler,) = src.handlers
-    assert (handler.name, handler.impl, handler.exported) == ("SimpleAddHandler", "SimpleAddImpl", False)
-    assert ".Ctx<ffi::PlatformStream<cudaStream_t>>()" in handler.binding
-    (registration,) = src.registrations
-    assert (registration.target, registration.platform, registration.handler) == ("XlaGpuSimpleAdd", "CUDA", "SimpleAddHandler")
+# -- entry points -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -103,13 +53,13 @@ def test_handler_macros_and_registrations():
 )
 def test_entry_point_signatures(declaration, kind):
     src = cxx.parse("k.cu", f'extern "C" {declaration} {{ }}')
-    (entry,) = source.entry_points([src])
+    (entry,) = program.entry_points([src])
     assert entry.signature.kind == kind and entry.symbol == "f" and entry.exported
 
 
 def test_a_helper_with_other_parameters_is_not_an_entry_point():
     src = cxx.parse("k.cu", "void launch(cudaStream_t s, const float* x, float* y, long n) { }")
-    assert source.entry_points([src]) == []
+    assert program.entry_points([src]) == []
 
 
 # -- reading Python -----------------------------------------------------------------------------
@@ -191,7 +141,7 @@ def op_other(q):
 def test_seed000_hardcoded_size_points_at_the_constant_and_the_launch():
     report = analyze(SOURCES / "seed000_minimal_xla_custom_call.cu")
     (size,) = [f for f in all_findings(report) if f.code == "hardcoded-size"]
-    assert "`const int size = 3;`" in size.evidence and "(line 26)" in size.evidence
+    assert "`const int size = 3;`" in size.evidence and "(seed000_minimal_xla_custom_call.cu:26)" in size.evidence
     assert "XlaGpuSimpleAdd (seed000_minimal_xla_custom_call.cu:12)" in size.evidence
     assert "`opaque`) is never read" in size.evidence
 
@@ -212,7 +162,7 @@ static ffi::Error Impl(ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y) {
 }
 XLA_FFI_DEFINE_HANDLER_SYMBOL(my_op, Impl, ffi::Ffi::Bind().Arg<ffi::Buffer<ffi::F32>>().Ret<ffi::Buffer<ffi::F32>>());
 """
-    report = source.analyze([source.SourceFile("k.cu", "c", src, "k.cu")])
+    report = analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")])
     (finding,) = all_findings(report)
     assert finding.code == "stream-ignored" and "binds no stream" in finding.evidence
     assert "PlatformStream" in finding.fix
@@ -229,7 +179,7 @@ void run_unchecked(cudaStream_t s, float* x, long n) {
   k<<<1, 256, 0, s>>>(x, n);
 }
 """
-    report = source.analyze([source.SourceFile("k.cu", "c", src, "k.cu")])
+    report = analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")])
     (finding,) = all_findings(report)
     assert finding.code == "unchecked-launch" and finding.evidence.startswith("run_unchecked ")
 
@@ -239,15 +189,15 @@ def test_host_sync_is_an_error_in_a_graph_capturable_handler_and_a_warning_elsew
     assert {f.severity for f in ffi} == {"error"}
     assert sorted(f.evidence.split("`")[1] for f in ffi) == ["cudaFree", "cudaMalloc", "cudaStreamSynchronize"]
     (legacy,) = all_findings(analyze(SOURCES / "host_sync_legacy.cu"))
-    assert legacy.severity == "warning" and "in launch_negate, which it calls" in legacy.evidence
+    assert legacy.severity == "warning" and "in launch_negate, which it runs" in legacy.evidence
 
 
 def test_symbol_exposure_from_source():
-    (mangled,) = all_findings(analyze(SOURCES / "mangled_entry.cu"))
+    (mangled,) = [f for f in all_findings(analyze(SOURCES / "mangled_entry.cu")) if f.code.startswith("symbol-")]
     assert mangled.code == "symbol-mangled" and 'extern "C" void XlaGpuSimpleAdd' in mangled.fix
-    (hidden,) = all_findings(analyze(SOURCES / "hidden_entry.cu"))
+    (hidden,) = [f for f in all_findings(analyze(SOURCES / "hidden_entry.cu")) if f.code.startswith("symbol-")]
     assert hidden.code == "symbol-hidden"
-    (build,) = all_findings(analyze(*(ARTIFACTS / "cases/hidden_build").iterdir()))
+    (build,) = [f for f in all_findings(analyze(*(ARTIFACTS / "cases/hidden_build").iterdir())) if f.code.startswith("symbol-")]
     assert build.code == "symbol-hidden" and "-fvisibility=hidden" in build.evidence
     assert all_findings(analyze(*(ARTIFACTS / "cases/clean_hidden_build").iterdir())) == []
 
@@ -257,12 +207,12 @@ def test_an_internal_function_called_by_the_entry_point_is_not_flagged():
 static void impl(cudaStream_t s, void** b, const char* o, size_t n, XlaCustomCallStatus* st) { }
 extern "C" void entry(cudaStream_t s, void** b, const char* o, size_t n, XlaCustomCallStatus* st) { impl(s, b, o, n, st); }
 """
-    assert all_findings(source.analyze([source.SourceFile("k.cu", "c", src, "k.cu")])) == []
+    assert all_findings(analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")])) == []
 
 
 def test_static_registration_macros_and_their_platform():
     src = 'XLA_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM("my_op", my_op, "GPU");\n'
-    found = all_findings(source.analyze([source.SourceFile("k.cc", "c", src, "k.cc")]))
+    found = all_findings(analysis.analyze([SourceFile("k.cc", "c", src, "k.cc")]))
     assert sorted(f.code for f in found) == ["ld-preload", "platform-name"]
     assert "exactly \"CUDA\" or \"Host\"" in next(f for f in found if f.code == "platform-name").evidence
 
@@ -285,7 +235,7 @@ def test_static_registration_macros_and_their_platform():
         ("seed004_zeros_like.py", "op-optimized-away", "returns `torch.zeros_like(query)`"),
         ("seed004_xla_custom_call.py", "output-dtype-type", "`str(query.dtype)`"),
         ("seed000_register_and_call.py", "legacy-api-deprecated", "api_version 1"),
-        ("fork_after_cuda.py", "cuda-init-before-fork", "`torch.zeros(1, device='cuda')` initialises the device"),
+        ("fork_after_cuda.py", "cuda-init-before-fork", "`torch.zeros(1, device=\"cuda\")` initialises the device"),
         ("seed002_build_and_test.sh", "ld-preload", "LD_PRELOAD=./xla_gpu_custom_ops.so"),
     ],
 )
@@ -300,10 +250,10 @@ def test_clean_sources_raise_nothing(artifact):
 
 
 def test_preloading_a_system_allocator_is_fine():
-    script = source.SourceFile("run.sh", "sh", "LD_PRELOAD=/usr/lib/libtcmalloc.so.4 python train.py\n", "run.sh")
-    assert source.ld_preload_findings(script) == []
-    env = source.SourceFile("run.py", "py", 'subprocess.run(cmd, env={"LD_PRELOAD": "./build/libop.so"})\n', "run.py")
-    assert [f.code for f in source.ld_preload_findings(env)] == ["ld-preload"]
+    script = SourceFile("run.sh", "sh", "LD_PRELOAD=/usr/lib/libtcmalloc.so.4 python train.py\n", "run.sh")
+    assert pyrules.ld_preload_findings(script) == []
+    env = SourceFile("run.py", "py", 'subprocess.run(cmd, env={"LD_PRELOAD": "./build/libop.so"})\n', "run.py")
+    assert [f.code for f in pyrules.ld_preload_findings(env)] == ["ld-preload"]
 
 
 # -- across files -------------------------------------------------------------------------------
@@ -320,7 +270,7 @@ def test_seed001_api4_on_the_legacy_4_argument_function():
 def test_seed000_claim_that_2_and_3_fit_the_4_argument_function():
     report = analyze(*(ARTIFACTS / "cases/seed000_api2_on_4arg").iterdir())
     (mismatch,) = [f for f in report.cross if f.code == "api-version-mismatch"]
-    assert "takes api_version 1, not 2" in mismatch.evidence and "fifth argument" in mismatch.evidence
+    assert "takes api_version 1, not 2" in mismatch.evidence and "one more argument, XlaCustomCallStatus*" in mismatch.evidence
 
 
 def test_legacy_function_registered_as_typed_ffi():
@@ -342,16 +292,16 @@ def test_clean_cases(case):
 
 
 def test_jax_and_torch_xla_registries_are_kept_apart():
-    kernel = source.SourceFile("k.cu", "c", (SOURCES / "clean/add_ffi.cu").read_text() + (SOURCES / "clean/add_status.cu").read_text(), "k.cu")
-    jax_py = source.SourceFile("j.py", "py", "import ctypes, jax\nlib = ctypes.CDLL('x')\njax.ffi.register_ffi_target('op', jax.ffi.pycapsule(lib.my_add_ffi), platform='CUDA')\ny = jax.ffi.ffi_call('op', t)(x, x)\n", "j.py")
-    torch_py = source.SourceFile("t.py", "py", "import ctypes, torch_xla\nlib = ctypes.CDLL('x')\ncap = ctypes.pythonapi.PyCapsule_New(ctypes.cast(lib.XlaGpuSimpleAdd, ctypes.c_void_p).value, None, None)\ntorch_xla._XLAC._xla_register_custom_call_target('op', cap, 'CUDA')\ny = torch_xla._XLAC._xla_custom_call([x], 'op', [[3]], [x.dtype], False, '3', 2, {})\n", "t.py")
-    assert source.analyze([kernel, jax_py, torch_py]).cross == []
+    kernel = SourceFile("k.cu", "c", (SOURCES / "clean/add_ffi.cu").read_text() + (SOURCES / "clean/add_status.cu").read_text(), "k.cu")
+    jax_py = SourceFile("j.py", "py", "import ctypes, jax\nlib = ctypes.CDLL('x')\njax.ffi.register_ffi_target('op', jax.ffi.pycapsule(lib.my_add_ffi), platform='CUDA')\ny = jax.ffi.ffi_call('op', t)(x, x)\n", "j.py")
+    torch_py = SourceFile("t.py", "py", "import ctypes, torch_xla\nlib = ctypes.CDLL('x')\ncap = ctypes.pythonapi.PyCapsule_New(ctypes.cast(lib.XlaGpuSimpleAdd, ctypes.c_void_p).value, None, None)\ntorch_xla._XLAC._xla_register_custom_call_target('op', cap, 'CUDA')\ny = torch_xla._XLAC._xla_custom_call([x, x], 'op', [[3]], [x.dtype], False, '3', 2, {})\n", "t.py")
+    assert analysis.analyze([kernel, jax_py, torch_py]).cross == []
 
 
 def test_symbol_looked_up_but_defined_nowhere_names_the_closest():
-    kernel = source.SourceFile("k.cu", "c", (SOURCES / "clean/add_status.cu").read_text(), "k.cu")
-    py = source.SourceFile("o.py", "py", "import ctypes\nlib = ctypes.CDLL('x')\nf = lib.XlaGpuSimpleAd\n", "o.py")
-    (finding,) = source.analyze([kernel, py]).cross
+    kernel = SourceFile("k.cu", "c", (SOURCES / "clean/add_status.cu").read_text(), "k.cu")
+    py = SourceFile("o.py", "py", "import ctypes\nlib = ctypes.CDLL('x')\nf = lib.XlaGpuSimpleAd\n", "o.py")
+    (finding,) = analysis.analyze([kernel, py]).cross
     assert finding.code == "symbol-missing" and "closest: XlaGpuSimpleAdd" in finding.evidence
 
 
@@ -360,7 +310,7 @@ def test_symbol_looked_up_but_defined_nowhere_names_the_closest():
 
 def test_code_blocks_keep_document_line_numbers():
     note = "# title\n\n```cuda\n__global__ void k() {}\n```\n\ntext\n```\nimport torch\n```\n```python\nx = 1\n```\n"
-    blocks = source.code_blocks("note.md", note)
+    blocks = inputs.code_blocks("note.md", note)
     assert [(b.kind, b.line_offset, b.name) for b in blocks] == [("c", 3, "note.md:4"), ("py", 8, "note.md:9"), ("py", 11, "note.md:12")]
 
 
@@ -383,18 +333,18 @@ def test_line_numbers_count_from_the_opening_brace_of_a_long_signature():
     src = "void f(\n    cudaStream_t s,\n    void** b,\n    const char* o,\n    size_t n) {\n  int x = 0;\n  cudaDeviceSynchronize();\n}\n"
     (function,) = cxx.parse("k.cu", src).functions
     assert (function.line, function.body_line) == (1, 5)
-    (finding,) = [f for f in all_findings(source.analyze([source.SourceFile("k.cu", "c", src, "k.cu")])) if f.code == "host-sync-in-handler"]
-    assert "at line 7" in finding.evidence
+    (finding,) = [f for f in all_findings(analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")])) if f.code == "host-sync-in-handler"]
+    assert "at k.cu:7" in finding.evidence
 
 
 def test_api_2_on_an_xla_cpu_entry_point_is_deprecated():
-    kernel = source.SourceFile("k.cc", "c", (ARTIFACTS / "cases/jax_legacy_as_typed/kernel.cc").read_text(), "k.cc")
-    py = source.SourceFile("o.py", "py", (
+    kernel = SourceFile("k.cc", "c", (ARTIFACTS / "cases/jax_legacy_as_typed/kernel.cc").read_text(), "k.cc")
+    py = SourceFile("o.py", "py", (
         "import ctypes, jax\nlib = ctypes.CDLL('x')\n"
         "jax.ffi.register_ffi_target('add_f32x4', jax.ffi.pycapsule(lib.add_f32x4), platform='cpu', api_version=0)\n"
         "y = jax.ffi.ffi_call('add_f32x4', t, custom_call_api_version=2)(a, b)\n"
     ), "o.py")
-    (finding,) = source.analyze([kernel, py]).cross
+    (finding,) = analysis.analyze([kernel, py]).cross
     assert (finding.code, finding.severity) == ("legacy-api-deprecated", "warning")
     assert "api_version 3" in finding.fix
 
@@ -402,7 +352,7 @@ def test_api_2_on_an_xla_cpu_entry_point_is_deprecated():
 def test_a_method_with_an_entry_point_signature_is_not_an_entry_point():
     src = "struct Handler : Base {\n  XLA_FFI_Error* Call(XLA_FFI_CallFrame* frame) const override { return nullptr; }\n};\n"
     parsed = cxx.parse("api.h", src)
-    assert parsed.functions[0].member and source.entry_points([parsed]) == []
+    assert parsed.functions[0].member and program.entry_points([parsed]) == []
 
 
 def test_fork_and_device_init_must_share_a_scope():
@@ -412,13 +362,13 @@ def test_fork_and_device_init_must_share_a_scope():
         "def launch():\n    os.fork()\n"
     ))
     assert different.gpu_inits and different.forks
-    assert source.python_findings(different) == []
+    assert pyrules.python_findings(different) == []
     own_context = python_facts.read("p.py", (
         "import torch, concurrent.futures as cf, multiprocessing as mp\n"
         "x = torch.zeros(1, device='cuda')\n"
         "pool = cf.ProcessPoolExecutor(2, mp_context=mp.get_context(method))\n"
     ))
-    assert own_context.forks == [] and source.python_findings(own_context) == []
+    assert own_context.forks == [] and pyrules.python_findings(own_context) == []
 
 
 def test_jax_internal_xla_client_is_not_the_removed_api():

@@ -114,6 +114,8 @@ def test_kernel_that_crashes_is_diagnosed_not_raised(tmp_path):
     assert "killed by SIGSEGV during numerics n=1" in by_name["child process"]["detail"]
     crash = next(f for f in payload["diagnosis"] if f["code"] == "kernel-crash")
     assert crash["severity"] == "error" and crash["fix"]
+    assert crash["fix"].splitlines()[1].startswith("1. a typed FFI handler registered as legacy")  # an execution cause first
+    assert "Ruled out (lowering, registration passed): a legacy function registered as typed FFI" in crash["fix"]
 
 
 def test_platform_string_jax_queues_silently(tmp_path):

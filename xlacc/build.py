@@ -23,6 +23,7 @@ from typing import Iterator
 
 from xlacc import spec as spec_mod
 from xlacc import toolchain
+from xlacc.doctor.findings import make as make_finding
 from xlacc.errors import UsageError
 from xlacc.report import Check, Finding, Report
 from xlacc.spec import Spec
@@ -58,28 +59,6 @@ HIDDEN_WARNING_SOURCES = ("xla/ffi",)  # warnings from these headers show only i
 CONTEXT_LINES = 4  # indented lines (source snippet, caret, instantiation) kept after a diagnostic
 MAX_DIAGNOSTICS = 12
 FALLBACK_LINES = 15  # output lines shown when no line matched a known diagnostic format
-
-SYMBOL_PROBLEMS = {
-    "mangled": (
-        "symbol-mangled",
-        "entry point {name} has C++ linkage: XLA and ctypes look it up by its plain name",
-        "exported only as {symbol}{demangled}",
-        'declare it extern "C" (XLA_FFI_DEFINE_HANDLER_SYMBOL already does), then rebuild',
-    ),
-    "hidden": (
-        "symbol-hidden",
-        "entry point {name} is in the library but not exported",
-        "{symbol} is defined but local to the library (hidden visibility)",
-        'mark it __attribute__((visibility("default"))) (projects build with -fvisibility=hidden), then rebuild',
-    ),
-    "missing": (
-        "symbol-missing",
-        "entry point {name} is not in the library",
-        "no symbol named {name}{closest}",
-        "define it in one of the compiled sources, or fix the name in xlacc.toml / --symbol",
-    ),
-}
-
 
 # -- what to build ------------------------------------------------------------------------------
 
@@ -301,7 +280,8 @@ def _files_target(paths: list[Path], request: BuildRequest, archs: tuple[str, ..
 
 def entry_points_in(sources: tuple[Path, ...]) -> tuple[str, ...]:
     """The entry points doctor recognises in the sources: what a plain build verifies without --symbol."""
-    from xlacc.doctor.rules import cxx, source as source_rules
+    from xlacc.doctor import program
+    from xlacc.parsers import cxx
 
     parsed = []
     for path in sources:
@@ -309,7 +289,8 @@ def entry_points_in(sources: tuple[Path, ...]) -> tuple[str, ...]:
             parsed.append(cxx.parse(path.name, path.read_text(encoding="utf-8", errors="replace")))
         except OSError:
             continue
-    return tuple(dict.fromkeys(e.symbol for e in source_rules.entry_points(parsed) if not e.internal))
+    entries = program.entry_points(parsed)
+    return tuple(dict.fromkeys(e.symbol for e in entries if e.exported and not e.internal and not e.captured))
 
 
 def _files_platform(paths: list[Path], requested: str | None) -> str:
@@ -693,13 +674,8 @@ def _compile_error_finding(plan: Plan, messages: CompilerMessages, output: str) 
         evidence = "\n".join(shown) + (f"\n... and {hidden} more" if hidden else "")
     else:
         evidence = "\n".join([line for line in output.splitlines() if line.strip()][-FALLBACK_LINES:])
-    return Finding(
-        code="compile-error",
-        severity="error",
-        title=f"{plan.compiler.kind} rejected {plan.target.title}",
-        evidence=evidence or "(the compiler printed nothing)",
-        fix="fix the lines above; `xlacc build --verbose` shows the command line and the full compiler output",
-        likelihood=1.0,
+    return make_finding(
+        "compile-error", evidence or "(the compiler printed nothing)", title=f"{plan.compiler.kind} rejected {plan.target.title}", likelihood=1.0
     )
 
 
@@ -725,12 +701,8 @@ def _link_diagnoses(plan: Plan, output: str) -> list[Finding]:
 def _warnings_finding(plan: Plan, warnings: list[str]) -> Finding:
     shown = warnings[:MAX_DIAGNOSTICS]
     hidden = len(warnings) - len(shown)
-    return Finding(
-        code="compiler-warning",
-        severity="warning",
-        title=f"{plan.compiler.kind} warned about {plan.target.title}",
-        evidence="\n".join(shown) + (f"\n... and {hidden} more" if hidden else ""),
-        fix="the library was built; review the warnings above",
+    return make_finding(
+        "compiler-warning", "\n".join(shown) + (f"\n... and {hidden} more" if hidden else ""), title=f"{plan.compiler.kind} warned about {plan.target.title}"
     )
 
 
@@ -742,68 +714,19 @@ def verify_library(
 ) -> tuple[list[Check], list[Finding]]:
     """Are the entry points exported with C linkage, and is there GPU code for every arch?
 
-    ``archs`` None skips the GPU check (a cpu library).
+    ``archs`` None skips the GPU check (a cpu library). The checks are :mod:`xlacc.verify`'s.
     """
-    from xlacc import elf
+    from xlacc import elf, verify
 
     try:
         shared = elf.read_shared_object(library)
+        symbols = verify.symbols(shared, entry_points)
+        _, arch_results = verify.gpu_code(library, archs, "[build] archs") if archs is not None else ("", None)
     except elf.ElfError as exc:
-        return [Check("library", False, str(exc))], [
-            Finding("library-unreadable", "error", "the built library cannot be read", str(exc), "rebuild with --force")
-        ]
-    checks: list[Check] = []
-    findings: list[Finding] = []
-    for name in entry_points:
-        check, finding = _verify_symbol(shared, name)
-        checks.append(check)
-        findings += [finding] if finding else []
-    if archs is not None:
-        arch_checks, arch_findings = _verify_archs(library, archs)
-        checks += arch_checks
-        findings += arch_findings
-    return checks, findings
-
-
-def _verify_symbol(shared, name: str) -> tuple[Check, Finding | None]:
-    from xlacc import elf
-
-    status = elf.find_symbol(shared, name)
-    if status.status == "exported":
-        return Check(f"symbol {name}", True, "exported with C linkage"), None
-    code, title, evidence, fix = SYMBOL_PROBLEMS[status.status]
-    fields = {
-        "name": name,
-        "symbol": status.symbol.name if status.symbol else name,
-        "demangled": f" ({status.demangled})" if status.demangled else "",
-        "closest": f"; closest exported: {', '.join(status.closest)}" if status.closest else "",
-    }
-    finding = Finding(code, "error", title.format(**fields), evidence.format(**fields), fix.format(**fields), likelihood=0.9)
-    return Check(f"symbol {name}", False, status.status), finding
-
-
-def _verify_archs(library: Path, archs: list[str]) -> tuple[list[Check], list[Finding]]:
-    from xlacc import elf, fatbin
-
-    try:
-        entries = fatbin.read_fatbin(library)
-    except elf.ElfError as exc:
-        return [Check("gpu code", False, str(exc))], []
-    if not entries:
-        return [Check("gpu code", None, "none in the library (no kernels)")], []
-    checks, findings = [], []
-    for arch in archs:
-        coverage = fatbin.runs_on(entries, arch)
-        checks.append(Check(f"arch {arch}", coverage.ok, coverage.reason))
-        if not coverage.ok:
-            findings.append(
-                Finding(
-                    "arch-mismatch",
-                    "error",
-                    f"the library cannot run on {arch}",
-                    f"{library.name} holds {fatbin.describe(entries)}: {coverage.reason}",
-                    f"rebuild with --arch {arch} (or add it to [build] archs in {spec_mod.SPEC_FILE})",
-                    likelihood=0.9,
-                )
-            )
+        return [Check("library", False, str(exc))], [make_finding("library-unreadable", str(exc))]
+    checks = [Check(f"symbol {r.name}", r.ok, "exported with C linkage" if r.ok else r.status) for r in symbols]
+    findings = [r.finding for r in symbols if r.finding]
+    if arch_results is not None:
+        checks += [Check(f"arch {r.arch}", r.ok, r.reason) for r in arch_results] or [Check("gpu code", None, "none in the library (no kernels)")]
+        findings += [r.finding for r in arch_results if r.finding]
     return checks, findings

@@ -185,11 +185,12 @@ def doctor(
     log: Optional[str] = typer.Option(None, "--log", help="An error log or traceback: a file, or - for stdin."),
     list_checks: bool = typer.Option(False, "--list-checks", help="List every finding code and exit."),
     checks: Optional[List[str]] = typer.Option(None, "--check", help="Only report these codes (repeatable)."),
+    timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS", help="Seconds the command after -- may run before its process group is stopped."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Diagnose the environment, a shared object, sources, error text, or a command (after --).
 
-    xlacc doctor [PATH ...] [--so FILE] [--log FILE|-] [--json] [-- COMMAND ...]
+    xlacc doctor [PATH ...] [--so FILE] [--log FILE|-] [--json] [--timeout SECONDS] [-- COMMAND ...]
     """
     from xlacc.doctor import engine
 
@@ -203,6 +204,7 @@ def doctor(
             list_checks=list_checks,
             only=_split(checks),
             command=list((ctx.obj or {}).get("command", [])),
+            timeout=timeout,
         )
     )
     raise typer.Exit(emit(report, as_json))

@@ -105,25 +105,15 @@ def build_if_stale(spec: spec_mod.Spec, report: Report) -> bool:
 
 def runs_on_visible_gpus(spec: spec_mod.Spec, report: Report) -> bool:
     """A library without SASS or PTX for this GPU fails every launch, or silently writes nothing."""
-    from xlacc import fatbin, toolchain
+    from xlacc import toolchain, verify
 
     if spec.platform != "cuda":
         return True
-    entries = fatbin.read_fatbin(spec.library)
-    ok = True
-    for arch in toolchain.visible_gpu_archs():
-        coverage = fatbin.runs_on(entries, arch)
-        report.add(Check(f"GPU code for {arch}", coverage.ok, coverage.reason))
-        if not coverage.ok:
-            ok = False
-            report.findings.append(
-                make_finding(
-                    "arch-mismatch",
-                    f"{_display(spec.library, spec.root)} holds {fatbin.describe(entries)}; this GPU is {arch}: {coverage.reason}",
-                    fix=f"add {arch} to [build] archs in {spec_mod.SPEC_FILE} (or set archs = \"auto\"), or keep ptx = true",
-                )
-            )
-    return ok
+    _, results = verify.gpu_code(spec.library, toolchain.visible_gpu_archs(), "the visible GPU")
+    for result in results:
+        report.add(Check(f"GPU code for {result.arch}", result.ok, result.reason))
+        report.findings += [result.finding] if result.finding else []
+    return all(result.ok for result in results)
 
 
 def _display(path: Path, root: Path) -> str:
@@ -220,8 +210,9 @@ def unexpected_end(result: ChildResult, framework: str) -> str:
 
 
 def diagnose(result: ChildResult) -> list[Finding]:
-    """The doctor's reading of the child's output and exit status."""
-    return list(diagnose_output(result.output, None if result.timed_out else result.returncode))
+    """The doctor's reading of the child's output and exit status; the steps that passed rank a crash's causes."""
+    passed = [str(r["name"]) for r in result.records if r.get("type") == "check" and r.get("ok")]
+    return list(diagnose_output(result.output, None if result.timed_out else result.returncode, passed=passed, during=result.last_step))
 
 
 def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:

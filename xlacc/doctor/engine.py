@@ -5,23 +5,21 @@ With no PATH, --so, --log or command, the environment is examined; otherwise onl
 
 from __future__ import annotations
 
-import re
+import os
 import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlacc.doctor import inputs
 from xlacc.doctor.findings import BY_CODE, CATALOGUE, GROUPS
+from xlacc.doctor.inputs import SourceFile
 from xlacc.doctor.section import Section
 from xlacc.errors import UsageError
-from xlacc.report import Check, Report
+from xlacc.report import Check, Finding, Report
 
-SKIPPED_DIRECTORIES = frozenset(
-    {".git", ".hg", "build", "dist", "__pycache__", ".venv", "venv", "node_modules", ".pytest_cache", ".mypy_cache", ".tox"}
-)
 SCANNED_KINDS = frozenset({"c", "py", "sh"})
-MAX_FILES = 400
-ELF_MAGIC = b"\x7fELF"
+DEFAULT_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -34,22 +32,28 @@ class DoctorRequest:
     list_checks: bool
     only: list[str]
     command: list[str]
+    timeout: float = DEFAULT_TIMEOUT_S  # for the command
 
 
 @dataclass
 class _Inputs:
-    sources: list = field(default_factory=list)  # SourceFile
+    sources: list[SourceFile] = field(default_factory=list)
     documents: list[tuple[str, str]] = field(default_factory=list)  # (name, text)
     libraries: list[Path] = field(default_factory=list)
     specs: list = field(default_factory=list)  # Spec
     unbuilt: list[Path] = field(default_factory=list)
     empty: list[Path] = field(default_factory=list)  # directories with nothing doctor reads
+    walks: list[tuple[Path, inputs.Walk]] = field(default_factory=list)
 
 
 def run(request: DoctorRequest) -> Report:
     only = _codes(request.only)
     if request.arch:
         _check_arch(request.arch)
+    if request.command:
+        from xlacc.doctor import command
+
+        command.check_timeout(request.timeout)
     if request.list_checks:
         return _catalogue(only)
     if request.symbols and not (request.so or request.paths):
@@ -59,18 +63,19 @@ def run(request: DoctorRequest) -> Report:
         from xlacc.doctor.rules import environment
 
         return _report("xlacc doctor: the environment", environment.check_environment(), only)
-    inputs = _gather(request)
-    sections: list[Section] = [_empty_directory_section(d) for d in inputs.empty]
-    sections += _source_sections(inputs)
-    sections += [_project_section(spec) for spec in inputs.specs]
-    sections += _library_sections(request, inputs)
+    gathered = _gather(request)
+    sections: list[Section] = [_empty_directory_section(d) for d in gathered.empty]
+    sections += [_walk_section(d, w) for d, w in gathered.walks if w.truncated or w.links_skipped]
+    sections += _source_sections(gathered)
+    sections += [_project_section(spec) for spec in gathered.specs]
+    sections += _library_sections(request, gathered)
     data: dict = {}
     notes: list[str] = []
     if request.log is not None:
         sections.append(_log_section(request.log))
     if request.command:
-        section, command_data, tail = _command_section(request.command)
-        sections.append(section)
+        command_sections, command_data, tail = _command_sections(request.command, request.timeout)
+        sections += command_sections
         data["command"] = command_data
         if tail:
             notes.append(tail)
@@ -116,161 +121,128 @@ def _catalogue(only: set[str]) -> Report:
 # -- inputs -------------------------------------------------------------------------------------
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8", errors="replace").replace("\0", "")
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a directory; --log and --so take a file") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def _is_elf(path: Path) -> bool:
-    try:
-        with path.open("rb") as stream:
-            return stream.read(4) == ELF_MAGIC
-    except OSError:
-        return False
-
-
 def _gather(request: DoctorRequest) -> _Inputs:
-    from xlacc.doctor.rules import source
-
-    inputs = _Inputs()
+    gathered = _Inputs()
     for path in request.paths:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
         if path.is_dir():
-            _gather_directory(path, inputs)
+            _gather_directory(path, gathered)
         elif path.name == "xlacc.toml":
-            _gather_directory(path.parent, inputs)
-        elif path.suffix == ".so" or ".so." in path.name or _is_elf(path):
-            inputs.libraries.append(path)
+            _gather_directory(path.parent, gathered)
+        elif path.suffix == ".so" or ".so." in path.name or inputs.is_elf(path):
+            gathered.libraries.append(path)
         else:
-            kind = source.kind_of(path)
+            kind = inputs.kind_of(path)
             if kind is None:
                 raise UsageError(
-                    f"{path}: not a kernel, script, log or library (expected .cu .cc .cpp .h .py .sh .md .txt .log or .so)"
+                    f"{path}: not a kernel, script, note, log or library "
+                    "(expected .cu .cc .cpp .h .py .sh .md .txt .log .ipynb or .so)"
                 )
-            _add_file(path, kind, _read(path), inputs)
-    return inputs
+            _add_file(path, kind, gathered)
+    return gathered
 
 
-def _add_file(path: Path, kind: str, text: str, inputs: _Inputs) -> None:
-    from xlacc.doctor.rules import source
-
+def _add_file(path: Path, kind: str, gathered: _Inputs) -> None:
     name = str(path)
-    if kind == "text":
-        inputs.documents.append((name, text))
-        inputs.sources.extend(b for b in source.code_blocks(name, text) if b.kind in SCANNED_KINDS)
+    if kind == "notebook":
+        blocks, prose = inputs.notebook_parts(name, inputs.read_text(path))
+        gathered.documents.append((name, prose))
+        gathered.sources.extend(blocks)
+    elif kind == "text" and path.suffix.lower() == ".log":
+        from xlacc.doctor.rules import text
+
+        gathered.documents.append((name, inputs.read_log_file(path, text.interesting()).text))
+    elif kind == "text":
+        content = inputs.read_text(path)
+        gathered.documents.append((name, content))
+        gathered.sources.extend(b for b in inputs.code_blocks(name, content) if b.kind in SCANNED_KINDS)
     else:
-        inputs.sources.append(source.SourceFile(name, kind, text, name))
+        gathered.sources.append(SourceFile(name, kind, inputs.read_text(path), name))
 
 
-def _gather_directory(directory: Path, inputs: _Inputs) -> None:
+def _gather_directory(directory: Path, gathered: _Inputs) -> None:
     from xlacc import spec as spec_module
-    from xlacc.doctor.rules import source
 
     if (directory / spec_module.SPEC_FILE).is_file():
         spec = spec_module.load(directory)
-        inputs.specs.append(spec)
-        (inputs.libraries if spec.library.is_file() else inputs.unbuilt).append(spec.library)
-    found = 0
-    for path in sorted(_walk(directory)):
-        kind = source.kind_of(path)
-        if kind in SCANNED_KINDS:
-            _add_file(path, kind, _read(path), inputs)
-            found += 1
-            if found >= MAX_FILES:
-                break
-    if not found and not inputs.specs:
-        inputs.empty.append(directory)
-
-
-def _walk(directory: Path):
-    for path in directory.iterdir():
-        if path.is_dir():
-            if path.name not in SKIPPED_DIRECTORIES and not path.name.startswith("."):
-                yield from _walk(path)
-        elif path.is_file():
-            yield path
+        gathered.specs.append(spec)
+        (gathered.libraries if spec.library.is_file() else gathered.unbuilt).append(spec.library)
+    walk = inputs.walk(directory)
+    gathered.walks.append((directory, walk))
+    for path in walk.files:
+        _add_file(path, inputs.kind_of(path), gathered)
+    if not walk.files and not gathered.specs:
+        gathered.empty.append(directory)
 
 
 # -- sections -----------------------------------------------------------------------------------
 
 
 def _empty_directory_section(directory: Path) -> Section:
-    return Section(
-        f"directory {directory}",
-        "no kernels, scripts, libraries or xlacc.toml in it; notes and logs are read when named (xlacc doctor FILE.md, --log FILE)",
-        skipped=True,
-    )
+    return Section(f"directory {directory}", "no kernels, scripts, notes, logs or xlacc.toml in it", skipped=True)
 
 
-def _source_sections(inputs: _Inputs) -> list[Section]:
-    from xlacc.doctor.rules import source
+def _walk_section(directory: Path, walk: inputs.Walk) -> Section:
+    parts = []
+    if walk.truncated:
+        parts.append(f"read the first {len(walk.files)} files (limit {inputs.MAX_FILES} files, {inputs.MAX_ENTRIES} entries)")
+    if walk.links_skipped:
+        parts.append(f"{walk.links_skipped} symbolic link{'s' if walk.links_skipped > 1 else ''} not followed")
+    return Section(f"directory {directory}", "; ".join(parts), skipped=True)
 
-    if not inputs.sources and not inputs.documents:
+
+def _source_sections(gathered: _Inputs) -> list[Section]:
+    if not gathered.sources and not gathered.documents:
         return []
-    analysis = source.analyze(inputs.sources)
+    from xlacc.doctor import analysis
+
+    report = analysis.analyze(gathered.sources)
     sections = []
-    documents = dict(inputs.documents)
-    groups = list(dict.fromkeys([name for name, _ in inputs.documents] + [f.group for f in inputs.sources]))
+    documents = dict(gathered.documents)
+    groups = list(dict.fromkeys([name for name, _ in gathered.documents] + [f.group for f in gathered.sources]))
     for group in groups:
-        findings = list(analysis.by_group.get(group, []))
+        findings = list(report.by_group.get(group, []))
         if group in documents:
             findings += _document_findings(group, documents[group])
-        detail = analysis.summaries.get(group, "") or ("no code blocks" if group in documents else "")
+        detail = report.summaries.get(group, "") or ("no code blocks" if group in documents else "")
         sections.append(Section(f"{'file' if group in documents else 'source'} {group}", detail, findings))
-    if inputs.sources:
-        sections.append(Section("entry points vs registrations and calls", "", analysis.cross))
+    if gathered.sources:
+        sections.append(Section("entry points vs registrations and calls", "", report.cross))
     return sections
 
 
-CONFLICT_MARKER = re.compile(r"^<<<<<<< yours$", re.MULTILINE)
-
-
 def _project_section(spec) -> Section:
-    """A project whose spec moved on from its generated code, or holds unresolved merge conflicts."""
-    from xlacc.doctor.findings import make
+    from xlacc.doctor.rules import project
 
-    findings = []
-    for change in spec.signature_changes():
-        findings.append(make("spec-changed", f"{spec.root / 'xlacc.toml'}: {change} changed since xlacc generated the code"))
-    for path in sorted(spec.generated.files) if spec.generated else []:
-        try:
-            text = (spec.root / path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if CONFLICT_MARKER.search(text):
-            line = text.count("\n", 0, CONFLICT_MARKER.search(text).start()) + 1
-            findings.append(make("update-conflict", f"{spec.root / path}:{line}: `<<<<<<< yours` left by `xlacc update`"))
-    return Section(f"project {spec.name}", "the spec matches its generated code" if not findings else "", findings)
+    findings = project.findings(spec)
+    return Section(f"project {spec.name}", "" if findings else "the spec matches its generated code", findings)
 
 
-def _document_findings(name: str, content: str) -> list:
+def _document_findings(name: str, content: str) -> list[Finding]:
     """A note or log: the text rules over all of it; the HLO check per block when it has blocks."""
-    from xlacc.doctor.rules import source, text
+    from xlacc.doctor.rules import hlo, text
 
-    blocks = source.code_blocks(name, content)
+    blocks = inputs.code_blocks(name, content)
     findings = text.diagnose_text(content, hlo=not blocks)
     for block in blocks:
         if block.kind == "text":
-            findings += text.diagnose_hlo(block.text, where=block.name)
+            findings += hlo.diagnose_hlo(block.text, where=block.name)
     return findings
 
 
-def _library_sections(request: DoctorRequest, inputs: _Inputs) -> list[Section]:
+def _library_sections(request: DoctorRequest, gathered: _Inputs) -> list[Section]:
     from xlacc.doctor.rules import library
 
-    paths = list(inputs.libraries) + ([request.so] if request.so else [])
+    paths = list(gathered.libraries) + ([request.so] if request.so else [])
     if request.so is not None and not request.so.exists():
         raise UsageError(f"--so {request.so}: no such file")
     symbols, symbols_from = request.symbols, "--symbol"
-    specs = inputs.specs or ([owner] if request.so and (owner := _owning_spec(request.so)) else [])
-    if not symbols and specs:
-        symbols, symbols_from = list(specs[0].entry_points), "xlacc.toml"
-    sections = [Section(f"shared object {p}", "not built yet: run `xlacc build`", skipped=True) for p in inputs.unbuilt if p not in paths]
+    if not symbols:  # the entry points of the project the library belongs to
+        specs = gathered.specs or ([owner] if request.so and (owner := _owning_spec(request.so)) else [])
+        if specs:
+            symbols, symbols_from = list(specs[0].entry_points), "xlacc.toml"
+    sections = [Section(f"shared object {p}", "not built yet: run `xlacc build`", skipped=True) for p in gathered.unbuilt if p not in paths]
     for path in dict.fromkeys(paths):
         sections += library.check_library(path, symbols, request.arch, symbols_from)
     return sections
@@ -294,27 +266,34 @@ def _log_section(log: str) -> Section:
     from xlacc.doctor.rules import text
 
     if log == "-":
-        content, name = sys.stdin.read(), "stdin"
+        content, name = inputs.read_log(sys.stdin.buffer, text.interesting()), "stdin"
     else:
-        content, name = _read(Path(log)), log
-    findings = text.diagnose_text(content)
-    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    return Section(f"log {name}", f"{lines} lines" + ("" if findings else "; no known error text"), findings)
+        content, name = inputs.read_log_file(Path(log), text.interesting()), log
+    findings = text.diagnose_text(content.text)
+    detail = f"{content.lines} lines"
+    if content.cut:
+        detail += f" ({content.bytes / 1e6:.1f} MB; read the first and last lines and every line a rule names)"
+    return Section(f"log {name}", detail + ("" if findings else "; no known error text"), findings)
 
 
-def _command_section(argv: list[str]) -> tuple[Section, dict, str]:
-    from xlacc.doctor.rules import runtime
+def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], dict, str]:
+    from xlacc.doctor import command
+    from xlacc.doctor.rules import runtime, text
 
-    result = runtime.run(argv)
-    findings = runtime.diagnose_output(result.output, result.returncode)
+    result = command.run(argv, timeout, text.interesting())
+    run_findings = runtime.diagnose_output(result.output.text, result.returncode)
+    program_section, code_findings = _program_section(argv)
+    findings = runtime.rank_with_code(run_findings, code_findings, result.returncode)
     if result.returncode is None:
-        ended = f"timed out after {result.seconds:.0f} s"
+        ended = f"timed out after {result.seconds:.0f} s; its process group was stopped"
     elif result.signal_name:
         ended = f"killed by {result.signal_name} after {result.seconds:.1f} s"
     else:
         ended = f"exit {result.returncode} in {result.seconds:.1f} s"
     failed = result.returncode != 0
-    section = Section(f"command {shlex.join(argv)}", ended, findings, failed=failed)
+    sections = [Section(f"command {shlex.join(argv)}", ended, findings, failed=failed)]
+    if program_section is not None:
+        sections.insert(0, program_section)
     data = {
         "argv": argv,
         "returncode": result.returncode,
@@ -322,5 +301,25 @@ def _command_section(argv: list[str]) -> tuple[Section, dict, str]:
         "seconds": round(result.seconds, 3),
         "output_tail": result.tail(),
     }
-    tail = f"last lines of its output:\n{result.tail()}" if failed and result.output.strip() else ""
-    return section, data, tail
+    tail = f"last lines of its output:\n{result.tail()}" if failed and result.output.text.strip() else ""
+    return sections, data, tail
+
+
+def _program_section(argv: list[str]) -> tuple[Section | None, list[Finding]]:
+    """The script the command runs and what it loads, read before the run is ranked."""
+    from xlacc.doctor import analysis, command
+    from xlacc.doctor.rules import library
+    cwd = Path(os.getcwd())
+    script = command.script_of(argv, cwd)
+    if script is None:
+        return None, []
+    paths, libraries = command.program_files(script, cwd)
+    files = [SourceFile(str(p), inputs.kind_of(p), inputs.read_text(p), str(p)) for p in paths]
+    report = analysis.analyze(files)
+    findings = [f for group in report.by_group.values() for f in group] + report.cross
+    looked_up = sorted({s for f in report.program.facts for s in f.symbol_refs} | {s for f in report.program.facts for r in f.registrations for s in r.symbols})
+    for path in libraries:
+        for section in library.check_library(path, looked_up, None, "looked up by the script"):
+            findings += section.findings
+    detail = f"{len(files)} source{'s' if len(files) != 1 else ''}" + (f", {len(libraries)} librar{'ies' if len(libraries) != 1 else 'y'}" if libraries else "")
+    return Section(f"program {script}", detail + " read before the run"), findings

@@ -1,8 +1,11 @@
-"""The catalogue of doctor's finding codes: what each means, why it happens, how to fix it.
+"""The catalogue of every finding code xlacc gives: what each means, why it happens, how to fix it.
 
-Rules never write these texts themselves: they call :func:`make` with a code and the evidence they
-saw, and may override the title or fix with something more specific. docs/doctor.md is generated
-from this table (``python -m xlacc.doctor.docs``), and a test keeps the two equal.
+It is the only source of codes and texts, for doctor's rules and for the other commands (build's
+compiler messages, run-smoke's harnesses). Rules never write these texts themselves: they call
+:func:`make` with a code and the evidence they saw, and may override the title or fix with
+something more specific. A harness that reports a code in its own situation takes its words from
+:data:`WORDINGS`. docs/doctor.md and the README's table are generated from this module
+(``python -m xlacc.doctor.docs``), and a test keeps them equal.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from xlacc.report import Finding, Severity
 
 GROUPS = {
     "environment": "Environment",
+    "build": "Build",
     "registration": "Registration and call",
     "library": "Shared object",
     "source": "Source",
@@ -64,7 +68,7 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
     CatalogueEntry(
         "torch-xla-no-cuda",
         "environment",
-        "warning",
+        "info",
         "this torch_xla has no CUDA backend",
         "XLA:CUDA was deprecated in torch_xla 2.8 (no CUDA wheels were built) and removed in 2.9; the PyPI "
         "wheels of every version are CPU/TPU builds. Custom-call registration needs the PJRT CUDA runtime "
@@ -107,6 +111,37 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "and rebuild after every jaxlib upgrade; install the CUDA plugin of jaxlib's exact version "
         "(`pip install -U \"jax[cuda13]\"`).",
         "`XLA FFI handler registration for my_op on platform CUDA (canonical cuda) failed because the handler's API version (0.4) is incompatible with the framework's API version (0.3)`",
+    ),
+    # -- build ----------------------------------------------------------------------------------
+    CatalogueEntry(
+        "compile-error",
+        "build",
+        "error",
+        "the compiler rejected the sources",
+        "`xlacc build` ran nvcc (or the host compiler for a cpu project) and it failed; the evidence is the "
+        "compiler's own `file:line` lines (warnings from XLA's headers are shown only with `--verbose`).",
+        "Fix the lines shown; `xlacc build --verbose` prints the command line and the full compiler output.",
+        "`kernel.cu(12): error: identifier \"blockIdx_x\" is undefined`",
+    ),
+    CatalogueEntry(
+        "compiler-warning",
+        "build",
+        "warning",
+        "the compiler warned about the sources",
+        "The library was built, and the compiler printed warnings about the project's own files (not about "
+        "XLA's headers).",
+        "Review the warnings shown; `xlacc build --verbose` prints every compiler line.",
+        "`kernel.cu(30): warning #177-D: variable \"n\" was declared but never referenced`",
+    ),
+    CatalogueEntry(
+        "library-unreadable",
+        "build",
+        "error",
+        "the library xlacc just built cannot be read back",
+        "After linking, `xlacc build` reads the library's symbols and GPU code; a library it cannot parse was "
+        "written incompletely (a full disk, another process writing the same path).",
+        "Rebuild with `xlacc build --force`; check free disk space and that no other build writes the same output.",
+        "`build/libop.so: ELF file cut short (4096 bytes, its headers need 18432)`",
     ),
     # -- registration and call ------------------------------------------------------------------
     CatalogueEntry(
@@ -239,6 +274,18 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "Pass the dtype itself: `[x.dtype]` or `[torch.float32]`.",
         "`_xla_custom_call([q], \"op\", [list(q.shape)], [str(q.dtype)], ...)` -> `RuntimeError: Type not supported: QUInt8`",
     ),
+    CatalogueEntry(
+        "opaque-size-mismatch",
+        "registration",
+        "error",
+        "backend_config packed with another size than the struct the kernel reads",
+        "A legacy entry point reads its backend_config (`opaque`) as a C struct; Python packs it with "
+        "`struct.pack`. When the two sizes differ the kernel reads fields from the wrong bytes (or past the "
+        "string's end): garbage sizes, out-of-bounds launches.",
+        "Make the struct.pack format match the C struct field by field, padding included (`struct.calcsize` must "
+        "equal `sizeof`), or pack the descriptor in C++ (`PackDescriptor`) so both sides share one definition.",
+        "`struct.pack(\"<qi\", n, k)` (12 bytes) for `struct Desc { int64_t n; int64_t k; }` (16 bytes)",
+    ),
     # -- shared object --------------------------------------------------------------------------
     CatalogueEntry(
         "library-invalid",
@@ -362,6 +409,41 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "`cudaDeviceSynchronize();` inside `XlaGpuSimpleAdd(cudaStream_t stream, void** buffers, ...)`",
     ),
     CatalogueEntry(
+        "buffer-order",
+        "source",
+        "error",
+        "a legacy entry point reads and writes its buffers in the wrong order",
+        "A legacy custom call gets one array of pointers: the operands first, in call order, then the results. "
+        "Writing `buffers[i]` with i below the operand count overwrites an input XLA may still use, and reading "
+        "a result slot as an input reads uninitialised memory.",
+        "Index operands 0..N-1 and results N.. (N = the number of operands of the call); a typed FFI handler "
+        "(`.Arg<>()`/`.Ret<>()`) cannot mix them up.",
+        "`float* out = (float*)buffers[0]; const float* x = (const float*)buffers[1];` for a call with one operand",
+    ),
+    CatalogueEntry(
+        "opaque-unchecked",
+        "source",
+        "warning",
+        "backend_config read as a struct without checking its length",
+        "The entry point copies or casts `opaque` to a struct and never compares `opaque_len` with its size: a "
+        "call with another (or an empty) backend_config makes it read past the string.",
+        "Check first: `if (opaque_len != sizeof(Desc)) { XlaCustomCallStatusSetFailure(status, ...); return; }` "
+        "(typed FFI: pass the sizes as attributes instead).",
+        "`std::memcpy(&desc, opaque, sizeof(desc));` in an entry point that never reads `opaque_len`",
+    ),
+    CatalogueEntry(
+        "exception-escapes",
+        "source",
+        "warning",
+        "a C++ exception can leave an entry point",
+        "XLA calls entry points from C code built without exception handling: an exception thrown inside one "
+        "(directly or by a function it calls) is not caught and ends the process with std::terminate (SIGABRT) "
+        "instead of reporting an error.",
+        "Catch inside the entry point and report the failure: `XlaCustomCallStatusSetFailure(status, msg, len)` "
+        "(legacy) or `return ffi::Error::Internal(msg)` (typed FFI).",
+        "`throw std::runtime_error(cudaGetErrorString(err));` in a function an entry point calls",
+    ),
+    CatalogueEntry(
         "ld-preload",
         "source",
         "warning",
@@ -448,6 +530,90 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
 
 BY_CODE: dict[str, CatalogueEntry] = {entry.code: entry for entry in CATALOGUE}
 CODES: tuple[str, ...] = tuple(BY_CODE)
+
+
+@dataclass(frozen=True)
+class Wording:
+    """How one command words a catalogue code in its own situation; severity None keeps the catalogue's."""
+
+    title: str
+    fix: str
+    severity: Severity | None = None
+
+
+# What run-smoke's harnesses say when they see a code themselves (they measured it, so their
+# findings are sure where doctor's rules guess: op-optimized-away is an error there).
+WORDINGS: dict[str, dict[str, Wording]] = {
+    "run-smoke jax": {
+        "platform-name": Wording(
+            "JAX queued a registration for a platform that never appears",
+            'register with platform="CUDA" (or "gpu") for a GPU kernel and "cpu" for a CPU one: '
+            "jax.ffi.register_ffi_target accepts any string and keeps the others pending, so XLA never sees the target",
+        ),
+        "target-not-registered": Wording(
+            "the target is not registered where XLA looks for it",
+            "call register() before the first call, with the project's platform and the registry that matches the "
+            "call's api_version (typed FFI: register api_version=1, call 4; legacy: register api_version=0, call 2 on GPU / 3 on CPU)",
+        ),
+        "api-version-mismatch": Wording(
+            "the target sits in one registry and is called through the other",
+            "a typed FFI handler (XLA_FFI_DEFINE_HANDLER_SYMBOL) registers with api_version=1 and is called with api_version 4; "
+            "a legacy entry point registers with api_version=0 and is called with 2 (GPU) or 3 (CPU)",
+        ),
+        "op-optimized-away": Wording(
+            "the op runs without the custom call",
+            "call jax.ffi.ffi_call with the target and make the op's result depend on it; a call with no results "
+            "needs has_side_effect=True or XLA removes it as dead code",
+            severity="error",
+        ),
+        "no-gpu": Wording(
+            "execution needs a GPU",
+            "run `xlacc run-smoke` where jax sees an NVIDIA GPU (pip install 'jax[cuda13]') to run numerics and --bench",
+        ),
+    },
+    "run-smoke torch-xla": {
+        "torch-xla-no-cuda": Wording(
+            "this torch_xla cannot run a CUDA custom call",
+            "torch_xla 2.9 (PyPI) has no CUDA backend and no custom-call registration; XLA:CUDA was removed in 2.9. "
+            "Run the op through JAX (`xlacc run-smoke --framework jax`), or use a torch_xla build with a CUDA PJRT device",
+        ),
+        "op-optimized-away": Wording(
+            "the op lowers without the custom call",
+            "the op's XLA implementation must return the outputs of torch_xla._XLAC._xla_custom_call; "
+            "a constant such as torch.zeros_like(x) is folded and the kernel never runs",
+            severity="error",
+        ),
+        "api-version-mismatch": Wording(
+            "the custom call's api_version does not fit the legacy entry point",
+            "torch_xla calls legacy entry points only: api_version 2 (API_VERSION_STATUS_RETURNING) on cuda, "
+            "3 (API_VERSION_STATUS_RETURNING_UNIFIED) on cpu, where only 3 passes backend_config",
+        ),
+        "backend-config-invalid": Wording(
+            "backend_config is not what the entry point parses",
+            "pass NAME.backend_config(...) (`key=value` pairs joined by ';') as _xla_custom_call's 6th argument",
+        ),
+        "hardcoded-size": Wording(
+            "backend_config does not follow the operands' sizes",
+            "legacy entry points read sizes from backend_config: put every shape in it, never a constant",
+        ),
+        "operand-mismatch": Wording(
+            "the custom call's operands are not the spec's inputs in order",
+            "pass the inputs to _xla_custom_call in the order of [[inputs]] in xlacc.toml: buffers[i] in the kernel is operand i",
+        ),
+        "result-mismatch": Wording(
+            "the custom call's result shapes or dtypes differ from the reference's",
+            "give _xla_custom_call one shape and one torch.dtype per [[outputs]] entry, as the reference computes them",
+        ),
+    },
+}
+
+
+def wordings(context: str) -> dict[str, tuple[str, str, str]]:
+    """``{code: (severity, title, fix)}`` for a harness: its words, the catalogue's severity."""
+    return {
+        code: (wording.severity or entry(code).severity, wording.title, wording.fix)
+        for code, wording in WORDINGS[context].items()
+    }
 
 
 def entry(code: str) -> CatalogueEntry:

@@ -21,6 +21,7 @@ import numpy as np
 
 from xlacc.runtime import hlo
 from xlacc.runtime.harness import DEFAULT_SIZES, Harness, Project, as_tuple, case_label, first_line, load_project, parse_args, spec_dtype
+from xlacc.doctor.findings import wordings
 from xlacc.runtime.records import RecordWriter
 
 # Where XLA looks a target up, by project platform (the legacy registry matches this exactly).
@@ -31,37 +32,8 @@ LIVE_PLATFORMS = frozenset({"Host", "CUDA", "ROCM"})
 ACCEPTED_PLATFORMS = {"cpu": ("cpu", "Host"), "cuda": ("CUDA", "gpu")}
 REGISTRY_KIND = {"ffi": "typed FFI", "legacy": "legacy"}
 
-FINDINGS: dict[str, tuple[str, str, str]] = {
-    "platform-name": (
-        "error",
-        "JAX queued a registration for a platform that never appears",
-        'register with platform="CUDA" (or "gpu") for a GPU kernel and "cpu" for a CPU one: '
-        "jax.ffi.register_ffi_target accepts any string and keeps the others pending, so XLA never sees the target",
-    ),
-    "target-not-registered": (
-        "error",
-        "the target is not registered where XLA looks for it",
-        "call register() before the first call, with the project's platform and the registry that matches the "
-        "call's api_version (typed FFI: register api_version=1, call 4; legacy: register api_version=0, call 2 on GPU / 3 on CPU)",
-    ),
-    "api-version-mismatch": (
-        "error",
-        "the target sits in one registry and is called through the other",
-        "a typed FFI handler (XLA_FFI_DEFINE_HANDLER_SYMBOL) registers with api_version=1 and is called with api_version 4; "
-        "a legacy entry point registers with api_version=0 and is called with 2 (GPU) or 3 (CPU)",
-    ),
-    "op-optimized-away": (
-        "error",
-        "the op runs without the custom call",
-        "call jax.ffi.ffi_call with the target and make the op's result depend on it; a call with no results "
-        "needs has_side_effect=True or XLA removes it as dead code",
-    ),
-    "no-gpu": (
-        "info",
-        "execution needs a GPU",
-        "run `xlacc run-smoke` where jax sees an NVIDIA GPU (pip install 'jax[cuda13]') to run numerics and --bench",
-    ),
-}
+# (severity, title, fix) per code, from the one catalogue.
+FINDINGS: dict[str, tuple[str, str, str]] = wordings("run-smoke jax")
 
 LOWERING_SIZE = 10_007
 BENCH_WARMUP = 3

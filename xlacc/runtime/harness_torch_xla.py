@@ -22,6 +22,7 @@ import numpy as np
 
 from xlacc.runtime import hlo, numerics
 from xlacc.runtime.harness import Harness, Project, as_tuple, case_label, load_project, parse_args
+from xlacc.doctor.findings import wordings
 from xlacc.runtime.records import RecordWriter
 from xlacc.spec import DTYPE_INFO
 
@@ -31,46 +32,8 @@ LOWERING_SIZES = (1000, 6007)
 HLO_ELEMENT_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i32": "s32", "i64": "s64"}
 _HLO_SHAPE = re.compile(r"(?P<type>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
 
-FINDINGS: dict[str, tuple[str, str, str]] = {
-    "torch-xla-no-cuda": (
-        "info",
-        "this torch_xla cannot run a CUDA custom call",
-        "torch_xla 2.9 (PyPI) has no CUDA backend and no custom-call registration; XLA:CUDA was removed in 2.9. "
-        "Run the op through JAX (`xlacc run-smoke --framework jax`), or use a torch_xla build with a CUDA PJRT device",
-    ),
-    "op-optimized-away": (
-        "error",
-        "the op lowers without the custom call",
-        "the op's XLA implementation must return the outputs of torch_xla._XLAC._xla_custom_call; "
-        "a constant such as torch.zeros_like(x) is folded and the kernel never runs",
-    ),
-    "api-version-mismatch": (
-        "error",
-        "the custom call's api_version does not fit the legacy entry point",
-        "torch_xla calls legacy entry points only: api_version 2 (API_VERSION_STATUS_RETURNING) on cuda, "
-        "3 (API_VERSION_STATUS_RETURNING_UNIFIED) on cpu, where only 3 passes backend_config",
-    ),
-    "backend-config-invalid": (
-        "error",
-        "backend_config is not what the entry point parses",
-        "pass NAME.backend_config(...) (`key=value` pairs joined by ';') as _xla_custom_call's 6th argument",
-    ),
-    "hardcoded-size": (
-        "error",
-        "backend_config does not follow the operands' sizes",
-        "legacy entry points read sizes from backend_config: put every shape in it, never a constant",
-    ),
-    "operand-mismatch": (
-        "error",
-        "the custom call's operands are not the spec's inputs in order",
-        "pass the inputs to _xla_custom_call in the order of [[inputs]] in xlacc.toml: buffers[i] in the kernel is operand i",
-    ),
-    "result-mismatch": (
-        "error",
-        "the custom call's result shapes or dtypes differ from the reference's",
-        "give _xla_custom_call one shape and one torch.dtype per [[outputs]] entry, as the reference computes them",
-    ),
-}
+# (severity, title, fix) per code, from the one catalogue.
+FINDINGS: dict[str, tuple[str, str, str]] = wordings("run-smoke torch-xla")
 
 
 def _operand_tags() -> tuple[tuple[str, Callable[[Any], Any]], ...]:

@@ -1,89 +1,95 @@
-"""Run a command, and diagnose its output and the way it ended (an exit code or a signal)."""
+"""How a run ended, and what it showed: a signal, the steps that passed before it, and the ranking
+of what the output says against what the program's code says."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import time
-from dataclasses import dataclass
+import dataclasses
 
-from xlacc.doctor.findings import make
-from xlacc.doctor.rules.text import CRASH_CAUSES, diagnose_text
-from xlacc.errors import UsageError
+from xlacc.doctor.rules.crash import crash_finding, crash_fix, signal_name
+from xlacc.doctor.rules.text import diagnose_text
 from xlacc.report import Finding
 
-COMMAND_TIMEOUT_S = 600.0
-OUTPUT_TAIL_LINES = 20
-SHELL_SIGNAL_BASE = 128  # a shell reports death by signal N as exit status 128 + N
-SIGNAL_NOTES = {
-    "SIGSEGV": "a segmentation fault",
-    "SIGABRT": "an abort (a failed CHECK in XLA, or std::terminate)",
-    "SIGBUS": "a bus error (misaligned or unmapped memory)",
-    "SIGFPE": "an arithmetic error (integer division by zero)",
-    "SIGILL": "an illegal instruction (a library built for a newer CPU)",
-    "SIGKILL": "killed from outside (out of memory, or a timeout)",
-}
+__all__ = ["crash_finding", "diagnose_output", "rank_with_code", "signal_name"]
+
+# Codes from the program's source that explain a crash or a failed run when the run shows no text of its own.
+EXPLAINS_A_CRASH = frozenset({"api-version-mismatch", "hardcoded-size", "buffer-order", "operand-mismatch", "result-mismatch",
+                              "backend-config-invalid", "opaque-size-mismatch", "exception-escapes", "stream-ignored"})
+EXPLAINS_WRONG_RESULTS = frozenset({"hardcoded-size", "buffer-order", "operand-mismatch", "opaque-size-mismatch",
+                                    "stream-ignored", "op-optimized-away", "api-version-mismatch", "unchecked-launch"})
+# Text rules that list several causes of one message; the program tells which one it is.
+AMBIGUOUS_CODES = frozenset({"target-not-registered", "api-version-mismatch", "platform-name", "ld-preload", "ffi-api-skew",
+                             "symbol-missing", "symbol-mangled", "symbol-hidden", "operand-mismatch", "result-mismatch",
+                             "backend-config-invalid", "library-not-found", "dependency-missing"})
+CONFIRMED = 0.97
+MATCHED = 0.985  # a code finding of the very code the output shows
+# Among several source defects that could explain a run, the more specific first: a registration
+# that crashes at once, then mix-ups of operands, then sizes (a crash needs the wrong size to matter).
+CRASH_ORDER = {"api-version-mismatch": 0.0, "buffer-order": 0.01, "operand-mismatch": 0.015, "opaque-size-mismatch": 0.015,
+               "hardcoded-size": 0.02, "stream-ignored": 0.03}
+# Wrong results: a size or a mix-up of operands computes them; a mismatched api_version more often crashes.
+WRONG_RESULTS_ORDER = {"hardcoded-size": 0.0, "buffer-order": 0.01, "operand-mismatch": 0.015, "opaque-size-mismatch": 0.015,
+                       "stream-ignored": 0.02, "op-optimized-away": 0.02, "api-version-mismatch": 0.03}
+DEMOTED = 0.5  # factor on a text guess the program's code does not support
 
 
-@dataclass(frozen=True)
-class CommandResult:
-    argv: list[str]
-    returncode: int | None  # None: timed out
-    output: str
-    seconds: float
-
-    @property
-    def signal_name(self) -> str | None:
-        return signal_name(self.returncode)
-
-    def tail(self, lines: int = OUTPUT_TAIL_LINES) -> str:
-        return "\n".join(self.output.rstrip().splitlines()[-lines:])
-
-
-def signal_name(returncode: int | None) -> str | None:
-    """-11 (Python's subprocess) or 139 (a shell) -> "SIGSEGV"; None for a normal exit."""
-    if returncode is None:
-        return None
-    number = -returncode if returncode < 0 else returncode - SHELL_SIGNAL_BASE if returncode > SHELL_SIGNAL_BASE else 0
-    try:
-        name = signal.Signals(number).name
-    except ValueError:
-        return None
-    return name if name in SIGNAL_NOTES else None
-
-
-def crash_finding(returncode: int | None) -> Finding | None:
-    name = signal_name(returncode)
-    if name is None:
-        return None
-    return make(
-        "kernel-crash",
-        f"exit status {returncode} ({name}: {SIGNAL_NOTES[name]})",
-        title=f"the process was killed by {name}",
-        fix=CRASH_CAUSES,
-        likelihood=0.9,
-    )
-
-
-def diagnose_output(text: str, returncode: int | None = None) -> list[Finding]:
-    """Text rules over a process's output, plus kernel-crash when it died from a signal."""
+def diagnose_output(text: str, returncode: int | None = None, passed: list[str] | None = None, during: str | None = None) -> list[Finding]:
+    """Text rules over a process's output, plus kernel-crash when it died from a signal; ``passed``
+    (the steps that passed) and ``during`` (the step it died in) rank the causes of a crash."""
     findings = diagnose_text(text)
-    crash = crash_finding(returncode)
+    if passed is not None or during is not None:
+        findings = [
+            dataclasses.replace(f, fix=crash_fix(passed, during)) if f.code == "kernel-crash" else f for f in findings
+        ]
+    crash = crash_finding(returncode, passed, during)
     if crash is not None:
         findings.append(crash)
     return findings
 
 
-def run(argv: list[str], timeout: float = COMMAND_TIMEOUT_S) -> CommandResult:
-    """Run ``argv`` with stdout and stderr merged; a timeout is a result, a missing program is not."""
-    start = time.monotonic()
-    try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-        output, returncode = done.stdout, done.returncode
-    except FileNotFoundError:
-        raise UsageError(f"cannot run {argv[0]!r}: no such program") from None
-    except PermissionError:
-        raise UsageError(f"cannot run {argv[0]!r}: permission denied") from None
-    except subprocess.TimeoutExpired as exc:
-        output, returncode = exc.output or b"", None
-    return CommandResult(argv, returncode, output.decode("utf-8", errors="replace"), time.monotonic() - start)
+def rank_with_code(run: list[Finding], code: list[Finding], returncode: int | None) -> list[Finding]:
+    """What a run showed, ranked with what its program's code says.
+
+    A code finding of the same code as one the run's output shows confirms it and goes first, with
+    the place to fix; the output's other guesses for that message drop below it. When the output
+    names no error (a crash, wrong results, an exit 1 without a known message), a source defect
+    that explains such an end goes first instead, the most specific first."""
+    failed = returncode is None or returncode != 0
+    crashed = signal_name(returncode) is not None
+    run_codes = {f.code for f in run if f.code != "kernel-crash" and f.severity == "error"}
+    explaining = EXPLAINS_A_CRASH if crashed else EXPLAINS_WRONG_RESULTS
+    confirmed: list[Finding] = []
+    for finding in code:
+        if finding.severity == "info":
+            continue
+        if finding.severity == "error" and finding.code in run_codes:
+            likelihood = MATCHED + finding.likelihood / 100
+        elif finding.severity == "error" and failed and not run_codes and finding.code in explaining:
+            order = (CRASH_ORDER if crashed else WRONG_RESULTS_ORDER).get(finding.code, 0.04)
+            likelihood = CONFIRMED - order + finding.likelihood / 100
+        else:
+            confirmed.append(finding)
+            continue
+        confirmed.append(dataclasses.replace(
+            finding, likelihood=likelihood, evidence=f"{finding.evidence}\n(the run {_how(returncode)}; the code says why)"
+        ))
+    confirmed_codes = {f.code for f in confirmed if f.likelihood > CONFIRMED - 0.05}
+    ranked = []
+    for finding in run:
+        if confirmed_codes and finding.code in AMBIGUOUS_CODES and finding.code not in confirmed_codes:
+            finding = dataclasses.replace(finding, likelihood=finding.likelihood * DEMOTED)
+        elif confirmed_codes and finding.code == "kernel-crash":
+            explained = ", ".join(sorted(confirmed_codes))
+            finding = dataclasses.replace(finding, likelihood=finding.likelihood * DEMOTED, fix=f"The code explains it: {explained} (above).")
+        elif finding.code in confirmed_codes:
+            continue  # the code's finding says the same, with the place to fix
+        ranked.append(finding)
+    return confirmed + ranked
+
+
+def _how(returncode: int | None) -> str:
+    name = signal_name(returncode)
+    if returncode is None:
+        return "timed out"
+    if name:
+        return f"was killed by {name}"
+    return f"exited {returncode}"

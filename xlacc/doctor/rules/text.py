@@ -13,31 +13,25 @@ Patterns therefore write whitespace as ``\\s+`` (``\\s*`` in the glued pass).
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import string
 from dataclasses import dataclass
 
 from xlacc.doctor.findings import entry, make
+from xlacc.doctor.rules.crash import crash_fix
 from xlacc.report import Finding
 
 MAX_MATCHES_PER_RULE = 5
+MAX_LINE = 4096  # longer lines are cut before any rule sees them
+HLO_WORDS = ("HloModule", "ENTRY", "func.func", "custom")
 MAX_EXCERPT = 240
 MIN_TERMINAL_WIDTH = 40
 
 # A target name, stopped before the words that follow it in XLA's messages.
-TARGET_BEFORE_FOR = r"(?P<target>[\w.\-:]+?)(?=\s*for\s*(?:platform\s*)?[A-Z]|[^\w.\-:]|$)"
-TARGET_BEFORE_ON = r"(?P<target>[\w.\-:]+?)(?=\s*on\s*(?:a\s*)?platform|[^\w.\-:]|$)"
+TARGET_BEFORE_FOR = r"(?P<target>[\w.\-:]{1,256}?)(?=\s*for\s*(?:platform\s*)?[A-Z]|[^\w.\-:]|$)"
+TARGET_BEFORE_ON = r"(?P<target>[\w.\-:]{1,256}?)(?=\s*on\s*(?:a\s*)?platform|[^\w.\-:]|$)"
 
-CRASH_CAUSES = (
-    "Likely causes, most frequent first:\n"
-    "1. a legacy function registered as typed FFI (`jax.ffi.register_ffi_target(...)` without api_version=0): "
-    "crashes during registration, before any call;\n"
-    "2. a typed FFI handler registered as legacy (api_version=0) and called with api 1-3: crashes at execution;\n"
-    "3. out-of-bounds writes: legacy calls check no sizes or counts (a hard-coded size, one result too few);\n"
-    "4. torch_xla `get_stablehlo` with api 4 and a backend_config that is not an MLIR dictionary;\n"
-    "5. an abort inside XLA or torch_xla (a `Check failed:` line, `Unknown PJRT_DEVICE 'CUDA'` on torch_xla 2.5-2.8).\n"
-    "Tell them apart by the last step printed before the crash (registration, compilation, execution)."
-)
 
 
 @dataclass(frozen=True)
@@ -64,14 +58,16 @@ class Cause:
 @dataclass(frozen=True)
 class TextRule:
     name: str
+    anchors: tuple[str, ...]  # words one of which the text must hold before the pattern runs
     pattern: str
     causes: tuple[Cause, ...]
     flags: int = 0
     max_matches: int = MAX_MATCHES_PER_RULE
 
 
-def _rule(name: str, pattern: str, *causes: Cause, flags: int = 0, max_matches: int = MAX_MATCHES_PER_RULE) -> TextRule:
-    return TextRule(name, pattern, causes, flags, max_matches)
+def _rule(name: str, anchors: tuple[str, ...], pattern: str, *causes: Cause, flags: int = 0,
+          max_matches: int = MAX_MATCHES_PER_RULE) -> TextRule:
+    return TextRule(name, anchors, pattern, causes, flags, max_matches)
 
 
 REGISTERED_AS_TYPED = (
@@ -101,6 +97,7 @@ ELSEWHERE = (
 RULES: tuple[TextRule, ...] = (
     _rule(
         "legacy-lookup",
+        ("registered", "implementation"),
         r"No\s+registered\s+implementation\s+for\s+(?:untyped\s+)?custom\s+call\s+to\s+"
         + TARGET_BEFORE_FOR
         + r"(?:\s*for\s*(?:platform\s*)?(?P<platform>[A-Z]\w*))?",
@@ -111,6 +108,7 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "ffi-lookup",
+        ("FFI",),
         r"No\s+FFI\s+handler\s+registered\s+for\s+"
         + TARGET_BEFORE_ON
         + r"\s*on\s*(?:a\s*)?platform\s*(?P<platform>\w+)(?:\s*\(canonical\s*(?P<canonical>\w+)\))?",
@@ -127,12 +125,14 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "deprecated-api",
+        ("API_VERSION",),
         r"Custom\s+call\s+API\s+version\s+`?(?P<api>API_VERSION_\w+?)`?\s+is\s+not\s+supported\s+by\s+XLA:(?P<backend>\w+)"
-        r"(?:.{0,200}?Custom\s+call\s+target:\s*(?P<target>[\w.\-:]+))?",
+        r"(?:.{0,200}?Custom\s+call\s+target:\s*(?P<target>[\w.\-:]{1,256}))?",
         Cause("legacy-api-deprecated", 0.8, title="`{target}` uses the deprecated {api} on XLA:{backend}"),
     ),
     _rule(
         "ffi-metadata",
+        ("FFI",),
         r"Fetching\s+XLA\s+FFI\s+metadata\s+failed",
         Cause(
             "api-version-mismatch",
@@ -145,23 +145,27 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "argument-count",
+        ("Wrong",),
         r"Wrong\s+number\s+of\s+arguments:\s*expected\s+(?:at\s+least\s+)?(?P<expected>\d+)\s+but\s+got\s+(?P<got>\d+)",
         Cause("operand-mismatch", 0.85, title="the call passes {got} operands, the handler binds {expected}"),
     ),
     _rule(
         "result-count",
+        ("Wrong",),
         r"Wrong\s+number\s+of\s+results:\s*expected\s+(?:at\s+least\s+)?(?P<expected>\d+)\s+but\s+got\s+(?P<got>\d+)",
         Cause("result-mismatch", 0.85, title="the call asks for {got} results, the handler binds {expected}"),
     ),
     _rule(
         "attribute-count",
+        ("Wrong",),
         r"Wrong\s+number\s+of\s+attributes:\s*expected\s+(?P<expected>\d+)(?:\s+attributes)?\s+but\s+got\s+(?P<got>\d+)"
-        r"(?:\s+with\s+name\(s\):\s*(?P<names>[\w, ]+\w))?",
+        r"(?:\s+with\s+name\(s\):\s*(?P<names>[\w, ]{0,256}\w))?",
         Cause("backend-config-invalid", 0.85, title="the call passes {got} attributes, the handler binds {expected}"),
     ),
     _rule(
         "buffer-decode",
-        r"(?:Failed\s+to\s+decode\s+all\s+FFI\s+handler\s+operands\s*\(bad\s+operands\s+at:\s*(?P<at>[\d,\s]+?)\)\s*"
+        ("Wrong",),
+        r"(?:Failed\s+to\s+decode\s+all\s+FFI\s+handler\s+operands\s*\(bad\s+operands\s+at:\s*(?P<at>[\d,\s]{1,64}?)\)\s*"
         r"(?:Diagnostics:\s*)?)?Wrong\s+buffer\s+(?P<what>dtype|rank):\s*expected\s+(?P<expected>\w+)\s+but\s+got\s+(?P<got>\w+)",
         Cause(
             "operand-mismatch",
@@ -179,16 +183,18 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "attribute-decode",
+        ("Wrong", "mismatch", "Unexpected"),
         r"(?P<diag>Wrong\s+scalar\s+data\s+type:\s*expected\s+\w+\s+but\s+got\s+\w+"
-        r"|Attribute\s+name\s+mismatch:\s*\S+\s+vs\s+\S+"
+        r"|Attribute\s+name\s+mismatch:\s*\S{1,128}\s+vs\s+\S{1,128}"
         r"|Wrong\s+attribute\s+type:\s*expected\s+\w+\s+but\s+got\s+\w+"
         r"|Wrong\s+array\s+data\s+type:\s*expected\s+\w+\s+but\s+got\s+\w+"
-        r"|Unexpected\s+attribute:\s*\S+)",
+        r"|Unexpected\s+attribute:\s*\S{1,128})",
         Cause("backend-config-invalid", 0.75, title="an attribute does not match the handler's binding ({diag})"),
     ),
     _rule(
         "undiagnosed-decode",
-        r"Failed\s+to\s+decode\s+all\s+FFI\s+handler\s+operands\s*\(bad\s+operands\s+at:\s*(?P<at>[\d,\s]+?)\)"
+        ("FFI",),
+        r"Failed\s+to\s+decode\s+all\s+FFI\s+handler\s+operands\s*\(bad\s+operands\s+at:\s*(?P<at>[\d,\s]{1,64}?)\)"
         r"(?!\s*(?:Diagnostics:\s*)?(?:Wrong|Attribute|Unexpected))",
         Cause("operand-mismatch", 0.5, "Index {at} counts arguments first, then results, then attributes."),
         Cause("result-mismatch", 0.4, "Index {at} counts arguments first, then results, then attributes."),
@@ -196,17 +202,20 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "attributes-with-legacy-api",
+        ("ffi_call",),
         r"The\s+use\s+of\s+ffi_call\s+attributes\s+requires\s+a\s+custom\s+call\s+API\s+version\s+of\s+at\s+least\s+4;?"
         r"\s*got\s+api_version=(?P<api>\d+)",
         Cause("backend-config-invalid", 0.9, title="attributes passed to an ffi_call with api_version {api}"),
     ),
     _rule(
         "legacy-config-with-ffi",
+        ("legacy_backend_config",),
         r"The\s+use\s+of\s+the\s+legacy_backend_config\s+parameter\s+requires\s+custom_call_api_version\s*<\s*4",
         Cause("backend-config-invalid", 0.9, title="legacy_backend_config passed to a typed FFI call (api 4)"),
     ),
     _rule(
         "backend-config-format",
+        ("dictionary",),
         # Texts found in jaxlib 0.10.2's binaries (XLA's backend_config checks).
         r"(?P<msg>unsupported\s+user-encoded\s+backend\s+config,\s+backend\s+config\s+must\s+be\s+a\s+dictionary\s+attribute"
         r"|Couldn't\s+parse\s+backend\s+config\s+into\s+a\s+dictionary\s+attribute"
@@ -215,6 +224,7 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "no-kernel-image",
+        ("image", "KernelImage", "NO_BINARY"),
         r"(?P<msg>no\s+kernel\s+image\s+is\s+available\s+for\s+execution\s+on\s+the\s+device"
         r"|cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU)",
         Cause(
@@ -226,6 +236,7 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "torch-xla-platform",
+        ("PJRT",),
         r"Custom\s+call\s+targets\s+can\s+only\s+be\s+registered\s+for\s+PJRT\s+CUDA\s+runtime",
         Cause(
             "platform-name",
@@ -242,18 +253,21 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "torch-xla-registration-removed",
+        ("RegisterCustomCall",),
         r"RegisterCustomCall\s+not\s+implemented",
         Cause("torch-xla-no-cuda", 0.9, title="torch_xla 2.9+ cannot register custom-call targets", severity="error"),
     ),
     _rule(
         "torch-xla-no-cuda-plugin",
+        ("PjRt", "PJRT"),
         r"(?P<msg>No\s+PjRtPlugin\s+registered\s+for:?\s*CUDA|Unknown\s+PJRT_DEVICE\s+'?CUDA'?)",
         Cause("torch-xla-no-cuda", 0.9, severity="error"),
     ),
     _rule(
         "torch-xla-capsule",
+        ("_xla_register_custom_call_target",),
         r"_xla_register_custom_call_target\(\):\s*incompatible\s+function\s+arguments"
-        r"(?:.{0,400}?Invoked\s+with:\s*(?P<invoked>'[^']*',\s*[^,]+,\s*'[^']*'))?",
+        r"(?:.{0,400}?Invoked\s+with:\s*(?P<invoked>'[^']{0,256}',\s*[^,]{1,256},\s*'[^']{0,64}'))?",
         Cause(
             "capsule-required",
             0.85,
@@ -262,22 +276,26 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "jax-capsule",
+        ("api_version",),
         r"(?P<msg>Unsupported\s+custom\s+call\s+target\s+type\s+for\s+api_version=\d"
         r"|Custom\s+call\s+target\s+registration\s+with\s+api_version=\d\s+requires\s+a\s+PyCapsule)",
         Cause("capsule-required", 0.9),
     ),
     _rule(
         "torch-xla-abi",
-        r"(?:_XLAC|libtorch_xla)[\w.\-]*\.so:\s*undefined\s+symbol:\s*(?P<symbol>\w+)",
+        ("undefined",),
+        r"(?:_XLAC|libtorch_xla)[\w.\-]{0,128}\.so:\s*undefined\s+symbol:\s*(?P<symbol>\w{1,512})",
         Cause("torch-xla-version-mismatch", 0.9),
     ),
     _rule(
         "gpu-custom-call-removed",
+        ("_xla_gpu_custom_call",),
         r"has\s+no\s+attribute\s+'_xla_gpu_custom_call'",
         Cause("fixed-target-api", 0.9),
     ),
     _rule(
         "jax-old-api",
+        ("register_custom_call_target", "xla_client"),
         r"(?P<msg>register_custom_call_target\s+has\s+been\s+removed\s+in\s+JAX"
         r"|cannot\s+import\s+name\s+'xla_client'\s+from\s+'jax\.lib'"
         r"|No\s+module\s+named\s+'jax\.lib\.xla_client'"
@@ -286,7 +304,8 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "ctypes-symbol",
-        r"AttributeError:\s*(?P<lib>[^\s:]+):\s*undefined\s+symbol:\s*(?P<symbol>[\w$.]+)",
+        ("undefined",),
+        r"AttributeError:\s*(?P<lib>[^\s:]{1,1024}):\s*undefined\s+symbol:\s*(?P<symbol>[\w$.]{1,512})",
         Cause(
             "symbol-missing",
             0.5,
@@ -308,7 +327,8 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "load-time-symbol",
-        r"(?:OSError|ImportError):\s*(?P<lib>(?![^\s:]*(?:_XLAC|libtorch_xla))[^\s:]+):\s*undefined\s+symbol:\s*(?P<symbol>[\w$.]+)",
+        ("undefined",),
+        r"(?:OSError|ImportError):\s*(?P<lib>(?![^\s:]{0,1024}(?:_XLAC|libtorch_xla))[^\s:]{1,1024}):\s*undefined\s+symbol:\s*(?P<symbol>[\w$.]{1,512})",
         Cause(
             "dependency-missing",
             0.8,
@@ -330,7 +350,8 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "dlopen-missing",
-        r"(?P<lib>[^\s:'\"]+\.so[\w.]*):\s*cannot\s+open\s+shared\s+object\s+file:\s*No\s+such\s+file\s+or\s+directory",
+        ("cannot",),
+        r"(?<![^\s:'\"])(?P<lib>[^\s:'\"]{1,512}?\.so[\w.]{0,32}):\s*cannot\s+open\s+shared\s+object\s+file:\s*No\s+such\s+file\s+or\s+directory",
         Cause("library-not-found", 0.7, "A path: the file itself is absent.", title="{lib} not found", when=("lib", "/")),
         Cause(
             "dependency-missing",
@@ -356,12 +377,14 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "dlopen-invalid",
-        r"(?P<lib>[^\s:'\"]+):\s*(?P<why>invalid\s+ELF\s+header|file\s+too\s+short|wrong\s+ELF\s+class:\s*\w+"
+        ("ELF", "too short", "ET_DYN", "position-independent"),
+        r"(?<![^\s:'\"])(?P<lib>[^\s:'\"]{1,512}):\s*(?P<why>invalid\s+ELF\s+header|file\s+too\s+short|wrong\s+ELF\s+class:\s*\w{1,32}"
         r"|only\s+ET_DYN\s+and\s+ET_EXEC\s+can\s+be\s+loaded|cannot\s+dynamically\s+load\s+position-independent\s+executable)",
         Cause("library-invalid", 0.9, title="{lib}: {why}"),
     ),
     _rule(
         "api-version-zero",
+        ("enum",),
         r"Unknown\s+custom-call\s+API\s+version\s+enum\s+value:\s*(?P<api>-?\d+)",
         Cause(
             "api-version-invalid",
@@ -372,6 +395,7 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "register-api-version",
+        ("RegisterCustomCallTarget",),
         r"API\s+version\s+(?P<api>-?\d+)\s+is\s+not\s+supported\s+by\s+RegisterCustomCallTarget",
         Cause(
             "api-version-invalid",
@@ -382,6 +406,7 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "xla-custom-call-arguments",
+        ("_xla_custom_call",),
         r"_xla_custom_call\(\):\s*incompatible\s+function\s+arguments",
         Cause(
             "api-version-invalid",
@@ -393,6 +418,7 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "dtype-type",
+        ("supported:",),
         r"Type\s+not\s+supported:\s*(?P<type>\w+)",
         Cause(
             "output-dtype-type",
@@ -402,65 +428,66 @@ RULES: tuple[TextRule, ...] = (
     ),
     _rule(
         "crash",
+        ("Fatal", "Segmentation", "Aborted", "Bus error", "SIG", "llegal", "ILLEGAL", "misaligned"),
         r"(?P<what>Fatal\s+Python\s+error:\s*(?:Segmentation\s+fault|Aborted|Bus\s+error|Floating\s+point\s+exception|Illegal\s+instruction)"
         r"|Segmentation\s+fault|Aborted\s+\(core\s+dumped\)|Bus\s+error\s+\(core\s+dumped\)|\bSIG(?:SEGV|ABRT|BUS|FPE|ILL)\b"
         r"|an\s+illegal\s+memory\s+access\s+was\s+encountered|CUDA_ERROR_ILLEGAL_ADDRESS|cudaErrorIllegalAddress|misaligned\s+address)",
-        Cause("kernel-crash", 0.8, title="the process crashed ({what})", fix=CRASH_CAUSES),
+        Cause("kernel-crash", 0.8, title="the process crashed ({what})", fix=crash_fix()),
         max_matches=1,
     ),
     _rule(
         "fork-after-cuda",
+        ("forked",),
         r"Cannot\s+re-initialize\s+CUDA\s+in\s+forked\s+subprocess",
         Cause("cuda-init-before-fork", 0.9),
     ),
     _rule(
         "jax-fork-warning",
+        ("fork",),
         r"os\.fork\(\)\s+was\s+called\.\s+os\.fork\(\)\s+is\s+incompatible\s+with\s+multithreaded\s+code,?\s+and\s+JAX\s+is\s+multithreaded",
         Cause("cuda-init-before-fork", 0.6, severity="warning", title="os.fork() after JAX started its threads"),
     ),
     _rule(
         "ffi-handler-version",
-        r"XLA\s+FFI\s+handler\s+registration\s+for\s+(?P<target>\S+)\s+on\s+platform\s+(?P<platform>\S+)(?:\s+\(canonical\s+\w+\))?"
+        ("FFI",),
+        r"XLA\s+FFI\s+handler\s+registration\s+for\s+(?P<target>\S{1,256})\s+on\s+platform\s+(?P<platform>\S{1,64})(?:\s+\(canonical\s+\w{1,64}\))?"
         r"\s+failed\s+because\s+the\s+handler's\s+API\s+version\s+\((?P<handler>\d+\.\d+)\)\s+is\s+incompatible\s+with\s+the"
         r"\s+framework's\s+API\s+version\s+\((?P<framework>\d+\.\d+)\)",
         Cause("ffi-api-skew", 0.95, title="`{target}` was built for FFI API {handler}, the runtime implements {framework}"),
     ),
     _rule(
         "ffi-struct-size",
-        r"Unexpected\s+(?P<struct>\S+)\s+size:\s*expected\s+(?:at\s+least\s+)?(?P<expected>\d+),?\s+got\s+(?P<got>\d+)\.?"
+        ("FFI", "Unexpected"),
+        r"Unexpected\s+(?P<struct>\S{1,128})\s+size:\s*expected\s+(?:at\s+least\s+)?(?P<expected>\d+),?\s+got\s+(?P<got>\d+)\.?"
         r"\s+Check\s+installed\s+software\s+versions\.?(?:\s+The\s+framework\s+XLA\s+FFI\s+API\s+version\s+is\s+(?P<framework>\d+\.\d+))?",
         Cause("ffi-api-skew", 0.9, title="FFI struct {struct} has another size than the runtime expects"),
     ),
     _rule(
         "stream-capture",
+        ("capturing", "Capture", "CAPTURE"),
         r"(?P<msg>operation\s+not\s+permitted\s+when\s+stream\s+is\s+capturing|cudaErrorStreamCapture\w+|CUDA_ERROR_STREAM_CAPTURE_\w+)",
         Cause("host-sync-in-handler", 0.75, severity="error"),
     ),
     _rule(
         "nvcc-missing",
+        ("nvcc",),
         r"(?P<msg>nvcc:\s*(?:command\s+)?not\s+found|No\s+such\s+file\s+or\s+directory:\s*'nvcc'|no\s+nvcc\s+found)",
         Cause("nvcc-missing", 0.9),
     ),
     _rule(
         "no-gpu",
+        ("CUDA-", "CUDA_ERROR_NO_DEVICE", "initialize backend", "NVIDIA-SMI"),
         r"(?P<msg>no\s+CUDA-capable\s+device\s+is\s+detected|CUDA_ERROR_NO_DEVICE|Unable\s+to\s+initialize\s+backend\s+'cuda'"
         r"|a\s+CUDA-enabled\s+jaxlib\s+is\s+not\s+installed|NVIDIA-SMI\s+has\s+failed)",
         Cause("no-gpu", 0.8),
     ),
     _rule(
         "template-stub",
+        ("static-global-template-stub",),
         r"(?P<msg>static-global-template-stub=true[^.]{0,200}must\s+have\s+a\s+definition\s+in\s+the\s+current\s+translation\s+unit)",
         Cause("template-stub-link", 0.9),
     ),
 )
-
-# An HLO or StableHLO module, and the custom call it should hold.
-HLO_MODULES = (
-    re.compile(r"\bHloModule\s+([\w.\-]+)"),
-    re.compile(r"\bENTRY\s+%?([\w.\-]+)\s*[(\{]"),
-    re.compile(r"\bfunc\.func\s+(?:public\s+)?@(main)\b"),
-)
-CUSTOM_CALL = re.compile(r"custom-call|custom_call")
 
 # Prefixes that loggers and test runners put before a message (removed from every line).
 LOG_PREFIXES = re.compile(
@@ -518,12 +545,41 @@ def normalize(text: str) -> NormalizedText:
     return NormalizedText(spaced, glued)
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=None)
+def _patterns(rule: TextRule) -> tuple[re.Pattern, re.Pattern]:
+    """The rule's pattern, and the same with optional spaces (for text whose words the terminal glued
+    when it wrapped); compiled the first time an anchor of the rule is seen."""
+    return re.compile(rule.pattern, rule.flags), re.compile(rule.pattern.replace(r"\s+", r"\s*"), rule.flags)
+
+
 def _compiled() -> tuple[tuple[TextRule, re.Pattern, re.Pattern], ...]:
-    return tuple(
-        (rule, re.compile(rule.pattern, rule.flags), re.compile(rule.pattern.replace(r"\s+", r"\s*"), rule.flags))
-        for rule in RULES
-    )
+    return tuple((rule, *_patterns(rule)) for rule in RULES)
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """The words text rules look for, as plain substrings: ``search`` answers whether a text holds
+    one. Substring tests run at memory speed where a regular expression of alternatives does not
+    (a 200 MB log is scanned in seconds); no word contains another, so none is tested twice."""
+
+    words: tuple[str, ...]
+
+    def search(self, text: str) -> bool:
+        return any(word in text for word in self.words)
+
+
+@functools.lru_cache(maxsize=1)
+def interesting() -> Anchors:
+    """Any word a text rule (or the HLO check) looks for: the lines of a long log worth keeping."""
+    words = {anchor for rule in RULES for anchor in rule.anchors} | set(HLO_WORDS)
+    return Anchors(tuple(sorted(w for w in words if not any(o != w and o in w for o in words))))
+
+
+def cap_lines(text: str, limit: int = MAX_LINE) -> str:
+    """Lines longer than ``limit`` cut to it: no rule ever sees a megabyte-long token."""
+    if len(text) <= limit or all(len(line) <= limit for line in text.split("\n")):
+        return text
+    return "\n".join(line[:limit] for line in text.split("\n"))
 
 
 def _fill(template: str | None, groups: dict[str, str]) -> str | None:
@@ -572,27 +628,23 @@ def _findings_for(rule: TextRule, match: re.Match) -> list[Finding]:
 
 def diagnose_text(text: str, hlo: bool = True) -> list[Finding]:
     """Every finding the text rules draw from ``text``; with ``hlo``, also the folded-op check."""
+    text = cap_lines(text)
     normalized = normalize(text)
     findings: list[Finding] = []
-    for rule, spaced, glued in _compiled():
-        matches = list(spaced.finditer(normalized.spaced))[: rule.max_matches]
+    for rule in RULES:
+        if not any(anchor in normalized.glued or anchor in normalized.spaced for anchor in rule.anchors):
+            continue
+        spaced, glued = _patterns(rule)
+        matches = list(itertools.islice(spaced.finditer(normalized.spaced), rule.max_matches))
         if not matches:
-            matches = list(glued.finditer(normalized.glued))[: rule.max_matches]
+            matches = list(itertools.islice(glued.finditer(normalized.glued), rule.max_matches))
         for match in matches:
             findings.extend(_findings_for(rule, match))
     if hlo:
+        from xlacc.doctor.rules.hlo import diagnose_hlo
+
         findings.extend(diagnose_hlo(text))
     return findings
-
-
-def diagnose_hlo(text: str, where: str | None = None) -> list[Finding]:
-    """HLO or StableHLO text in which no module holds a custom call: the op was folded away."""
-    modules = next((found for pattern in HLO_MODULES if (found := pattern.findall(text))), [])
-    if not modules or CUSTOM_CALL.search(text):
-        return []
-    names = ", ".join(f"`{name}`" for name in dict.fromkeys(modules))
-    prefix = f"{where}: " if where else ""
-    return [make("op-optimized-away", f"{prefix}HLO module {names} holds no custom-call", likelihood=0.5)]
 
 
 def rule_codes() -> set[str]:
