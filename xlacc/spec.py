@@ -369,8 +369,10 @@ class Spec:
             "outputs": [[t.name, t.dtypes, t.shape, t.like] for t in self.outputs],
             "attrs": [[a.name, a.type, a.default] for a in self.attrs],
             "kernel": self.kernel_file,
-            "from": [self.origin.file, self.origin.function, self.origin.sizes] if self.origin else None,
         }
+        # Fields added later join only where set, so older projects keep their digest.
+        if self.origin:
+            fields["from"] = [self.origin.file, self.origin.function, self.origin.sizes]
         return "sha256:" + hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
     def signature_changes(self) -> list[str]:
