@@ -76,3 +76,36 @@ def test_legacy_entry_registered_as_typed_ffi_crash_is_diagnosed(tmp_path):
     # XLA reads a typed handler's metadata at registration: the legacy function either crashes
     # there (SIGSEGV) or fails ("Fetching XLA FFI metadata failed"), depending on what it misreads.
     assert smoke.returncode == 1 and codes(report) & {"kernel-crash", "api-version-mismatch"}, smoke.stdout
+
+
+WRAP_KERNELS = REPO / "tests" / "artifacts" / "wrap"
+NOTE_000 = REPO / "tests" / "artifacts" / "doctor" / "sources" / "seed000_minimal_xla_custom_call.cu"
+
+
+@pytest.mark.parametrize(
+    "source, flags, reference",
+    [
+        ("minimal_xla_custom_call.cu", [], "a + b"),
+        ("elementwise.cu", ["--kernel", "axpy", "--dtype", "f32,bf16", "--attr", "alpha:f32=0.5"], "alpha * x + y"),
+        (
+            "decode_params.cu",
+            ["--size", "num_seqs=query.size", "--size", "num_heads=1", "--size", "head_size=1", "--attr", "scale:f32=0.25"],
+            "xp.asarray(query, dtype=xp.float32) * xp.asarray(key_cache, dtype=xp.float32) * scale",
+        ),
+    ],
+)
+def test_a_wrapped_kernel_passes_run_smoke_on_the_gpu(tmp_path, source, flags, reference):
+    """xlacc new --from: the note-000 kernel, a template of a multi-kernel file, a struct-of-parameters kernel."""
+    import shutil
+
+    shutil.copy(WRAP_KERNELS / source if (WRAP_KERNELS / source).is_file() else NOTE_000, tmp_path / source)
+    out = xlacc("new", "wrapped", "--from", source, "--framework", "jax", *flags, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    path = tmp_path / "wrapped" / "wrapped" / "reference.py"
+    text = path.read_text()
+    stub = next(line for line in text.splitlines() if "raise NotImplementedError" in line)
+    path.write_text(text.replace(stub, f"    return {reference}"))
+    smoke = xlacc("run-smoke", "--json", cwd=tmp_path / "wrapped")
+    report = json.loads(smoke.stdout)
+    assert smoke.returncode == 0, json.dumps(report, indent=1)
+    assert any(c["name"].startswith("numerics") and c["ok"] for c in report["checks"])

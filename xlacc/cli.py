@@ -64,6 +64,9 @@ def new(
     inputs: Optional[List[str]] = typer.Option(None, "--input", help="blank: an operand, NAME:DTYPE (repeatable)."),
     outputs: Optional[List[str]] = typer.Option(None, "--output", help="blank: a result, NAME:DTYPE (repeatable)."),
     attrs: Optional[List[str]] = typer.Option(None, "--attr", help="blank: an attribute, NAME:TYPE (repeatable)."),
+    from_file: Optional[Path] = typer.Option(None, "--from", help="Wrap this kernel file (.cu, or .cc for XLA:CPU), left unchanged."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", help="With --from: the function to wrap when the file has several."),
+    sizes: Optional[List[str]] = typer.Option(None, "--size", help="With --from: an integer parameter, NAME=INPUT.size, NAME=INPUT.shape[K] or NAME=N (repeatable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be written; write nothing."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing non-empty directory's files."),
     as_json: bool = JSON_OPTION,
@@ -86,6 +89,9 @@ def new(
             attrs=list(attrs or []),
             dry_run=dry_run,
             force=force,
+            from_file=from_file,
+            kernel=kernel,
+            sizes=list(sizes or []),
         )
     )
     raise typer.Exit(emit(report, as_json))

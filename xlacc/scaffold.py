@@ -10,6 +10,8 @@ by ``xlacc update``. Every file's text as written is recorded (``xlacc.generated
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 COMMON = "_common"
+WRAP_TEMPLATE = "from"  # xlacc new --from: the user's own kernel
 USER = "yours"
 XLACC = "xlacc's"
 
@@ -75,6 +78,9 @@ class NewRequest:
     attrs: list[str] = field(default_factory=list)
     dry_run: bool = False
     force: bool = False
+    from_file: Path | None = None  # --from: wrap this kernel file, left unchanged
+    kernel: str | None = None  # --kernel: the function to wrap when the file has several
+    sizes: list[str] = field(default_factory=list)  # --size NAME=INPUT.size|INPUT.shape[K]|N
 
 
 # -- templates ----------------------------------------------------------------------------------
@@ -92,15 +98,22 @@ def templates_root() -> Path:
 
 
 def available_templates() -> dict[str, dict[str, Any]]:
+    """The templates `xlacc new --template` offers (the wrapper of `--from` is not one of them)."""
     root = templates_root()
     return {
-        d.name: tomllib.loads((d / "template.toml").read_text(encoding="utf-8"))
+        d.name: _read_meta(d)
         for d in sorted(root.iterdir())
-        if d.is_dir() and d.name != COMMON and (d / "template.toml").is_file()
+        if d.is_dir() and d.name not in (COMMON, WRAP_TEMPLATE) and (d / "template.toml").is_file()
     }
 
 
+def _read_meta(folder: Path) -> dict[str, Any]:
+    return tomllib.loads((folder / "template.toml").read_text(encoding="utf-8"))
+
+
 def template_meta(name: str) -> dict[str, Any]:
+    if name == WRAP_TEMPLATE:
+        return _read_meta(templates_root() / WRAP_TEMPLATE)
     templates = available_templates()
     if name not in templates:
         raise UsageError(f"unknown template {name!r}; available: {', '.join(templates)}")
@@ -152,6 +165,12 @@ def _signature(request: NewRequest, meta: dict[str, Any]) -> tuple[list[dict], l
 def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     """Validate the request and build the project's Spec (nothing is written)."""
     specmod.check_op_name(request.name)
+    if request.from_file is not None:
+        return _wrapped_spec_for(request)
+    if request.template == WRAP_TEMPLATE:
+        raise UsageError(f"the {WRAP_TEMPLATE!r} template wraps a kernel you have: xlacc new NAME --from FILE.cu [--kernel FUNC]")
+    if request.kernel or request.sizes:
+        raise UsageError("--kernel and --size go with --from FILE")
     meta = template_meta(request.template)
     platform = _choice(request.platform, specmod.PLATFORMS, "platform")
     if platform not in meta.get("platforms", specmod.PLATFORMS):
@@ -179,11 +198,71 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         "attrs": attrs,
         "build": {"kernel": f"kernel{'.cu' if platform == 'cuda' else '.cc'}"},
     }
+    return _validated(raw, directory), meta
+
+
+def _validated(raw: dict[str, Any], directory: Path) -> Spec:
+    """The spec the flags describe, through the one validator every xlacc.toml goes through."""
     try:
-        spec = specmod.from_dict(raw, directory.resolve() / specmod.SPEC_FILE)
+        return specmod.from_dict(raw, directory.resolve() / specmod.SPEC_FILE)
     except SpecError as exc:
         raise UsageError(f"{_flag_for(exc.key)}: {exc.message}") from None
-    return spec, meta
+
+
+def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
+    """`--from FILE`: the signature read from the user's kernel (xlacc/wrap.py)."""
+    from xlacc import wrap
+
+    source = Path(request.from_file)
+    if not source.is_file():
+        raise UsageError(f"--from {source}: no such file")
+    platform = "cuda" if source.suffix == ".cu" else "cpu"
+    if source.suffix not in (".cu", ".cc", ".cpp", ".cxx") or not re.match(r"^[\w.+-]+$", source.name):
+        raise UsageError(f"--from {source}: give a .cu file (or .cc/.cpp for XLA:CPU) whose name has no spaces or quotes")
+    op_dtypes = list(dict.fromkeys(request.dtypes or ["f32"]))
+    directory = Path(request.directory) if request.directory else Path(request.name)
+    sizes = wrap.parse_sizes(request.sizes)
+    defaults = {a["name"]: a for a in (_flag_attr(text) for text in request.attrs)}
+    wrapped = wrap.read(source, request.kernel, sizes, set(defaults))
+    generic = op_dtypes if len(op_dtypes) > 1 else op_dtypes[0]
+    likes = dict(_flag_like(o) for o in request.outputs)
+    inputs = [{"name": a.name, "dtype": generic if a.dtype == "T" else a.dtype} for a in wrapped.tensors("input")]
+    if not inputs:
+        raise UsageError(f"--from {source}: {wrapped.function} takes no const pointer, so no input: xlacc ops take at least one")
+    outputs = [
+        {"name": a.name, "dtype": generic if a.dtype == "T" else a.dtype, "shape": likes.pop(a.name, inputs[0]["name"])}
+        for a in wrapped.tensors("output")
+    ]
+    if likes:
+        raise UsageError(f"--output {next(iter(likes))}: {wrapped.function} has no output of that name")
+    attrs = [{"name": a.name, "type": a.dtype, **_default_of(defaults.pop(a.name, {}))} for a in wrapped.attrs()]
+    if defaults:
+        raise UsageError(f"--attr {next(iter(defaults))}: {wrapped.function} has no scalar parameter of that name")
+    origin = os.path.relpath(source.resolve(), directory.resolve())
+    raw = {
+        "op": {"name": request.name, "target": request.target or request.name, "template": WRAP_TEMPLATE, "platform": platform,
+               "api": _choice(request.api, specmod.APIS, "api"), "frameworks": list(request.frameworks or ["jax"])},
+        "inputs": inputs,
+        "outputs": outputs,
+        "attrs": attrs,
+        "build": {"kernel": f"launch{'.cu' if platform == 'cuda' else '.cc'}", "include_dirs": [os.path.dirname(origin) or "."]},
+        "from": {"file": origin, "kernel": wrapped.function, "sizes": sizes},
+    }  # fmt: skip
+    return _validated(raw, directory), template_meta(WRAP_TEMPLATE)
+
+
+def _default_of(attr: dict[str, Any]) -> dict[str, Any]:
+    """The default an --attr flag gives a wrapped kernel's scalar; its type comes from the kernel."""
+    return {"default": attr["default"]} if "default" in attr else {}
+
+
+def _flag_like(text: str) -> tuple[str, str]:
+    """``--output NAME:like=INPUT`` for a wrapped kernel."""
+    name, _, rest = text.partition(":")
+    key, eq, like = rest.partition("=")
+    if key.strip() != "like" or not eq:
+        raise UsageError(f"--output {text!r}: with --from, give NAME:like=INPUT (the output is shaped like that input)")
+    return name.strip(), like.strip()
 
 
 def _flag_for(key: str) -> str:
@@ -225,6 +304,7 @@ def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
         "sequential: backend_config holds the unbatched shapes, so a batched call runs one example at a time"
     )
     context = {
+        **_wrapped_context(spec),
         "spec": spec,
         "template_meta": meta,
         "dtype_info": specmod.DTYPE_INFO,
@@ -240,6 +320,20 @@ def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
         files[path] = env.get_template(source).render(context)
     _self_check(spec, files)
     return files
+
+
+def _wrapped_context(spec: Spec) -> dict[str, Any]:
+    """A wrapped kernel's call, read again from its file (so `xlacc update` follows it too)."""
+    if spec.origin is None:
+        return {}
+    from xlacc import wrap
+
+    path = Path(os.path.normpath(spec.root / spec.origin.file))  # the project may not exist yet
+    return {
+        "wrapped": wrap.read(path, spec.origin.function, dict(spec.origin.sizes), {a.name for a in spec.attrs}),
+        "origin_include": Path(spec.origin.file).name,
+        "threads": wrap.THREADS,
+    }
 
 
 def _self_check(spec: Spec, files: dict[str, str]) -> None:

@@ -211,6 +211,15 @@ class Build:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """``[from]``: the user's own kernel a project wraps (``xlacc new NAME --from FILE``), unchanged."""
+
+    file: str  # relative to the project root
+    function: str
+    sizes: tuple[tuple[str, str], ...] = ()  # integer parameter -> INPUT.size | INPUT.shape[K] | N
+
+
+@dataclass(frozen=True)
 class Generated:
     """``[generated]``: what xlacc wrote, so that later runs tell the user's edits from its own."""
 
@@ -233,6 +242,7 @@ class Spec:
     attrs: tuple[Attr, ...] = ()
     build: Build = Build()
     reference: str = ""  # FILE:FUNCTION; default NAME/reference.py:reference
+    origin: Origin | None = None
     generated: Generated | None = field(default=None, compare=False)
     root: Path = field(default=Path("."), compare=False)
 
@@ -360,6 +370,9 @@ class Spec:
             "attrs": [[a.name, a.type, a.default] for a in self.attrs],
             "kernel": self.kernel_file,
         }
+        # Fields added later join only where set, so older projects keep their digest.
+        if self.origin:
+            fields["from"] = [self.origin.file, self.origin.function, self.origin.sizes]
         return "sha256:" + hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
     def signature_changes(self) -> list[str]:
@@ -375,12 +388,13 @@ class Spec:
 # Every key each table may hold; anything else is a mistake worth naming (a misspelt key would
 # otherwise be ignored silently).
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("op", "inputs", "outputs", "attrs", "build", "generated"),
+    "": ("op", "inputs", "outputs", "attrs", "build", "from", "generated"),
     "op": ("name", "target", "template", "platform", "api", "frameworks", "reference"),
     "inputs": ("name", "dtype", "shape"),
     "outputs": ("name", "dtype", "shape"),
     "attrs": ("name", "type", "default"),
     "build": ("kernel", "sources", "include_dirs", "defines", "flags", "archs", "ptx", "output"),
+    "from": ("file", "kernel", "sizes"),
     "generated": ("xlacc", "template", "signature", "files"),
 }
 
@@ -432,6 +446,7 @@ def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
         attrs=attrs,
         build=reader.build(reader.table(raw, "build")),
         reference=reader.string(op, "op.reference", default=""),
+        origin=reader.origin(reader.table(raw, "from")),
         generated=reader.generated(raw),
         root=spec_path.parent,
     )
@@ -583,6 +598,18 @@ class _Reader:
             archs=self.get(table, "build.archs", parse_archs, default="auto"),
             ptx=self.boolean(table, "build.ptx", default=True),
             output=self.string(table, "build.output", default=""),
+        )
+
+    def origin(self, table: dict) -> Origin | None:
+        if not table:
+            return None
+        sizes = table.get("sizes", {})
+        if not isinstance(sizes, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in sizes.items()):
+            raise self.fail("from.sizes", "must be a table of parameter = \"INPUT.size\" | \"INPUT.shape[K]\" | \"N\"")
+        return Origin(
+            file=self.string(table, "from.file", default=""),
+            function=self.get(table, "from.kernel", lambda v: check_identifier(v, "kernel")),
+            sizes=tuple(sorted(sizes.items())),
         )
 
     def generated(self, raw: dict) -> Generated | None:
