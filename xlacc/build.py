@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from xlacc import paths, toolchain
 from xlacc import spec as spec_mod
-from xlacc import toolchain
 from xlacc.errors import UsageError
 from xlacc.report import Check, Finding, Report
 from xlacc.spec import Spec
@@ -207,7 +207,11 @@ def _spec_target(
     for source in sources:
         if not source.is_file():
             raise UsageError(f"{source}: no such file (a source of {root / spec_mod.SPEC_FILE})")
-    library = Path(output or spec.library).resolve()
+    if output is not None:  # -o: inside the project or where the user is
+        library = paths.library_output(output, roots=(root, Path.cwd()), sources=sources, origin=f"-o {str(output)!r}")
+    else:
+        origin = f"{spec.root / spec_mod.SPEC_FILE}: [build.output] {spec.output!r}" if spec.output else str(spec.library)
+        library = paths.library_output(spec.library, roots=(root,), sources=sources, origin=origin)
     explicit = archs is not None and len(archs) > 0
     return Target(
         title=spec.name,
@@ -226,30 +230,47 @@ def _spec_target(
 
 
 def _request_target(request: BuildRequest) -> Target:
-    paths = [Path(p) for p in request.paths] or [Path(".")]
-    for path in paths:
+    given = [Path(p) for p in request.paths] or [Path(".")]
+    for path in given:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
     requested_archs = spec_mod.parse_archs(request.archs) if request.archs else None
-    directories = [p for p in paths if p.is_dir()]
+    directories = [p for p in given if p.is_dir()]
     if directories:
-        if len(paths) > 1:
+        if len(given) > 1:
             raise UsageError("give one project directory, or kernel files (.cu, .cc), not both")
         project = spec_mod.load(directories[0])
+        _check_project_platform(project, request.platform)
         return _spec_target(project, archs=requested_archs, output=request.output, symbols=tuple(request.symbols), ptx=not request.no_ptx)
-    return _files_target(paths, request, requested_archs)
+    return _files_target(given, request, requested_archs)
 
 
-def _files_target(paths: list[Path], request: BuildRequest, archs: tuple[str, ...] | None) -> Target:
-    for path in paths:
+def _check_project_platform(project: Spec, requested: str | None) -> None:
+    """A project's platform is its spec's; --platform may only repeat it."""
+    if requested is None or requested == project.platform:
+        return
+    if requested not in spec_mod.PLATFORMS:
+        raise UsageError(f"--platform {requested!r} is not allowed; use one of: {', '.join(spec_mod.PLATFORMS)}")
+    spec_file = project.root / spec_mod.SPEC_FILE
+    raise UsageError(f"--platform {requested} does not match the project: {spec_file} says platform = {project.platform!r}")
+
+
+def _files_target(files: list[Path], request: BuildRequest, archs: tuple[str, ...] | None) -> Target:
+    for path in files:
         if path.suffix not in SOURCE_PLATFORMS:
             allowed = ", ".join(SOURCE_PLATFORMS)
             raise UsageError(f"{path}: unknown suffix {path.suffix!r}: xlacc builds {allowed} files or a project directory")
-    platform = _files_platform(paths, request.platform)
-    sources = tuple(p.resolve() for p in paths)
-    output = Path(request.output or sources[0].parent / "build" / f"lib{sources[0].stem}.so").resolve()
+    platform = _files_platform(files, request.platform)
+    sources = tuple(p.resolve() for p in files)
+    default = sources[0].parent / "build" / f"lib{sources[0].stem}.so"
+    output = paths.library_output(
+        request.output or default,
+        roots=(Path.cwd(), *dict.fromkeys(s.parent for s in sources)),
+        sources=sources,
+        origin=f"-o {str(request.output)!r}" if request.output else str(default),
+    )
     return Target(
-        title=", ".join(p.name for p in paths),
+        title=", ".join(p.name for p in files),
         root=Path.cwd().resolve(),
         sources=sources,
         output=output,
@@ -264,8 +285,8 @@ def _files_target(paths: list[Path], request: BuildRequest, archs: tuple[str, ..
     )
 
 
-def _files_platform(paths: list[Path], requested: str | None) -> str:
-    by_suffix = "cuda" if any(SOURCE_PLATFORMS[p.suffix] == "cuda" for p in paths) else "cpu"
+def _files_platform(files: list[Path], requested: str | None) -> str:
+    by_suffix = "cuda" if any(SOURCE_PLATFORMS[p.suffix] == "cuda" for p in files) else "cpu"
     if requested is None:
         return by_suffix
     if requested not in spec_mod.PLATFORMS:
@@ -491,9 +512,9 @@ class BuildCache:
         text = self._serialize()
         if text == self._loaded:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, self.path)
         except OSError:
@@ -539,7 +560,7 @@ def _process_alive(pid: int) -> bool:
 def _compile(plan: Plan, options: Options) -> CompileOutcome:
     """Run the compiler into a temporary file; replace the library only when it succeeded."""
     library = plan.target.output
-    library.parent.mkdir(parents=True, exist_ok=True)
+    paths.make_directory(library.parent)
     temporary = temporary_output(library)
     command = plan.command[:-1] + [str(temporary)]
     started = time.perf_counter()

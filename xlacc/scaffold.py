@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from xlacc import __version__
+from xlacc import __version__, paths
 from xlacc import spec as specmod
 from xlacc.errors import UsageError
 from xlacc.report import Check, Report
@@ -268,10 +268,10 @@ def create(request: NewRequest) -> Report:
     for relative, text in files.items():
         path = directory / relative
         existed = path.exists()
-        if not request.dry_run:
-            _write_atomically(path, text)
         action = f"{verb} (overwrote)" if existed and request.force else verb
         report.add(Check(str(Path(request.directory or spec.name) / relative), True, f"{action}, {len(text.splitlines())} lines"))
+    if not request.dry_run:
+        paths.write_all(directory, files)
     report.data.update({"project": str(directory), "files": list(files), "dry_run": request.dry_run})
     if not request.dry_run:
         report.notes.append(f"next: cd {Path(request.directory or spec.name)} && xlacc build && xlacc run-smoke")
