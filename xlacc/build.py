@@ -309,16 +309,30 @@ def _build(target: Target, options: Options) -> BuildResult:
         step = StepResult([Check("compile", True, "up to date (cached; --force rebuilds)")])
     else:
         step = _compile_step(plan, options)
-    plan.cache.save()
     checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
     if not step.ok:
+        plan.cache.save()
         return _result(plan, False, started, checks, findings, notes)
-    verify_checks, verify_findings = verify_library(
-        target.output, target.entry_points, plan.archs if target.platform == "cuda" else None
-    )
+    verify_checks, verify_findings = _verify(plan)
+    plan.cache.save()
     if not target.entry_points:
         verify_checks.insert(0, Check("symbols", None, "none named: pass --symbol NAME to verify an entry point"))
     return _result(plan, cached, started, checks + verify_checks, findings + verify_findings, notes)
+
+
+def _verify(plan: Plan) -> tuple[list[Check], list[Finding]]:
+    """:func:`verify_library`, or what it found last time while the library is the same file
+    (a no-op build then reads no ELF at all). Only a clean verification is remembered."""
+    target = plan.target
+    archs = plan.archs if target.platform == "cuda" else None
+    question = {"entry_points": list(target.entry_points), "archs": archs}
+    remembered = plan.cache.verification(target.output, question)
+    if remembered is not None:
+        return remembered, []
+    checks, findings = verify_library(target.output, target.entry_points, archs)
+    if not findings and all(c.ok is not False for c in checks):
+        plan.cache.remember_verification(target.output, question, checks)
+    return checks, findings
 
 
 @dataclass
@@ -503,6 +517,18 @@ class BuildCache:
             "command": command,
             "archs": archs,
         }
+
+    def verification(self, library: Path, question: dict) -> list[Check] | None:
+        entry = self.libraries.get(self._name(library)) or {}
+        verified = entry.get("verified") or {}
+        if verified.get("question") != question or entry.get("stamp") != _file_stamp(library):
+            return None
+        return [Check(name, ok, detail) for name, ok, detail in verified["checks"]]
+
+    def remember_verification(self, library: Path, question: dict, checks: list[Check]) -> None:
+        entry = self.libraries.get(self._name(library))
+        if entry is not None and entry.get("stamp") == _file_stamp(library):
+            entry["verified"] = {"question": question, "checks": [[c.name, c.ok, c.detail] for c in checks]}
 
     def _serialize(self) -> str:
         body = {"format": CACHE_FORMAT, "libraries": self.libraries, "compilers": self.compilers}
