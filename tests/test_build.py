@@ -333,7 +333,7 @@ def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("name", "text", "message"),
     [
-        ("k.cu", CUDA_SOURCE, "no nvcc found: install a CUDA toolkit, or `pip install 'xlacc[cuda]'`"),
+        ("k.cu", CUDA_SOURCE, "no nvcc found: install a CUDA toolkit, or `pip install -e '.[cuda]'`"),
         ("k.cc", CPU_SOURCE, "no C++ compiler found"),
     ],
 )
@@ -616,7 +616,7 @@ def pip_nvcc() -> Path | None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(pip_nvcc() is None, reason="the pip CUDA toolchain is not installed: pip install 'xlacc[cuda]'")
+@pytest.mark.skipif(pip_nvcc() is None, reason="the pip CUDA toolchain is not installed: pip install -e '.[cuda]'")
 def test_pip_toolchain_is_found_and_compiles(in_tmp, monkeypatch):
     host_cxx = shutil.which("g++") or shutil.which("c++")
     if host_cxx is None:

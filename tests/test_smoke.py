@@ -15,7 +15,7 @@ import pytest
 from xlacc import scaffold
 from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
 
-pytest.importorskip("jax", reason="run-smoke's JAX harness needs jax (pip install 'xlacc[jax]')")
+pytest.importorskip("jax", reason="run-smoke's JAX harness needs jax (pip install -e '.[jax]')")
 if shutil.which("g++") is None:
     pytest.skip("cpu projects build with g++, which is not on PATH", allow_module_level=True)
 

@@ -5,10 +5,10 @@ Builds first when the cache is stale, then runs ``xlacc.runtime.harness_jax`` an
 numerics, bench) become the report's lines; a crash, a hang or an unexpected exit becomes a failed
 check whose output goes through the doctor's rules, so the user reads a diagnosis, not a signal.
 
-Exit codes: 0 every check passed; 1 a check failed, the build failed or a child crashed or hung;
-2 usage error; 3 (``EXIT_NEEDS_GPU``) everything that could run here passed, but executing the
-custom call needs a GPU: a cuda project where jax sees no GPU (registration and lowering ran), or
-torch-xla on a torch_xla without a CUDA device (2.9 from PyPI: lowering checked, no execution).
+Exit codes: 0 every check that could run passed (skipped ones say why: a framework not installed,
+a torch_xla that cannot run custom calls); 1 a check failed, the build failed or a child crashed or
+hung; 2 usage error; 3 (``EXIT_NEEDS_GPU``) only for hardware this machine lacks: a cuda project
+where no GPU is visible (registration and lowering ran, execution could not).
 """
 
 from __future__ import annotations
