@@ -23,7 +23,7 @@ from xlacc.runtime.records import read_records
 
 # Output kept from a child: its first bytes (what it started with) and its last (the traceback).
 HEAD_BYTES = 64 * 1024
-TAIL_BYTES = 1_000_000
+TAIL_BYTES = 256 * 1024
 MAX_LINE_CHARS = 4_000  # longer lines keep their two ends: a base64 dump is no diagnosis
 READ_BYTES = 64 * 1024
 # After the child exits, how long a process it left behind may keep its output open.
