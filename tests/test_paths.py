@@ -25,7 +25,7 @@ def project(tmp_path) -> Path:
 
 
 def output(project: Path, path, **overrides) -> Path:
-    arguments = dict(roots=(project,), sources=(project / "kernel.cc",), origin=f"-o {str(path)!r}")
+    arguments = {"roots": (project,), "sources": (project / "kernel.cc",), "origin": f"-o {str(path)!r}"}
     arguments.update(overrides)
     return paths.library_output(Path(path), **arguments)
 

@@ -60,10 +60,10 @@ def test_hang_is_killed_with_its_whole_process_group(tmp_path):
     assert "started" in result.output
     assert result.describe().startswith("timed out after")
     grandchild = int(pid_file.read_text())
-    _wait_gone(grandchild)
+    wait_gone(grandchild)
 
 
-def _wait_gone(pid: int) -> None:
+def wait_gone(pid: int) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -71,7 +71,23 @@ def _wait_gone(pid: int) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.05)
-    pytest.fail(f"process {pid} outlived the timeout kill")
+    pytest.fail(f"process {pid} outlived the child it belonged to")
+
+
+def test_a_grandchild_holding_the_output_open_does_not_hold_the_parent(tmp_path):
+    """The child exits; something it started in the background keeps stdout open for a minute."""
+    pid_file = tmp_path / "grandchild.pid"
+    code = f"""
+        import subprocess, sys
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        print("parent done", flush=True)
+    """
+    started = time.monotonic()
+    result = run_python(code, timeout=60)
+    assert time.monotonic() - started < 10
+    assert result.returncode == 0 and not result.timed_out and "parent done" in result.output
+    wait_gone(int(pid_file.read_text()))
 
 
 def test_nonzero_exit_keeps_code_and_both_streams():
