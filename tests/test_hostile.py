@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -136,6 +137,18 @@ def test_new_force_over_a_users_directory_changes_nothing(workspace):
     before = tree(workspace)
     assert_usage_error(xlacc("new", "demo", "--platform", "cpu", "--force", cwd=workspace), "is a directory")
     assert tree(workspace) == before
+
+
+def test_new_files_get_the_mode_the_umask_allows(tmp_path):
+    """Generated files were once written 0600 whatever the umask."""
+    old = os.umask(0o022)
+    try:
+        done = xlacc("new", "shared", "--platform", "cpu", cwd=tmp_path)
+    finally:
+        os.umask(old)
+    assert done.returncode == 0, done.stderr
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "shared").iterdir()}
+    assert set(modes.values()) == {0o644}, modes
 
 
 # -- numbers -------------------------------------------------------------------------------------------

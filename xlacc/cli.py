@@ -212,7 +212,7 @@ def run_smoke(
 @command()
 def doctor(
     ctx: typer.Context,
-    paths: Optional[List[Path]] = typer.Argument(None, metavar="[PATH ...]", help="Project directories, sources (.cu .cc .py .sh .md .txt) or folders of them."),
+    paths: Optional[List[Path]] = typer.Argument(None, metavar="[PATH ...]", help="Project directories, sources (.cu .cc .h .py .sh), notes and logs (.md .txt .log .hlo), or folders of them."),
     so: Optional[Path] = typer.Option(None, "--so", metavar="FILE.so", help="A shared object to check."),
     symbols: Optional[List[str]] = typer.Option(None, "--symbol", metavar="NAME", help="An entry point the .so must export (repeatable)."),
     arch: Optional[str] = typer.Option(None, "--arch", metavar="sm_XY", help="The GPU arch the .so must run on, such as sm_90."),
