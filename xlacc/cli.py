@@ -18,7 +18,7 @@ from typer.core import TyperCommand
 
 from xlacc import __version__
 from xlacc.errors import UsageError, XlaccError
-from xlacc.report import EXIT_INTERRUPTED, EXIT_USAGE, emit, error_line
+from xlacc.report import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, emit, error_line
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 success; 1 a problem was found; 2 a usage error (one line on stderr); "
@@ -257,7 +257,16 @@ def _cli_error_type() -> type[Exception]:
 
 def main() -> None:
     """Entry point: a user-fixable problem is one line on stderr and an exit code, never a traceback."""
-    argv = sys.argv[1:]
+    try:
+        code = run(sys.argv[1:])
+    except BrokenPipeError:  # the reader left (`xlacc ... | head`): stop quietly, as typer does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_PROBLEM
+    sys.exit(code)
+
+
+def run(argv: list[str]) -> int:
+    """Run one command line; its exit code."""
     command: list[str] = []
     if "--" in argv:  # `xlacc doctor ... -- COMMAND ...`: the command is run, not parsed
         cut = argv.index("--")
@@ -267,23 +276,25 @@ def main() -> None:
         # Without standalone mode typer returns a command's exit code instead of exiting.
         code = app(args=argv, standalone_mode=False, prog_name="xlacc", obj={"command": command})
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except XlaccError as exc:
         error_line(str(exc))
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
         code = EXIT_INTERRUPTED
     except cli_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `xlacc`: the help is the answer
             print(exc.format_message())
-            sys.exit(0)
+            return EXIT_OK
         error_line(exc.format_message())
-        sys.exit(EXIT_USAGE)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        raise
     except Exception as exc:  # a bug in xlacc itself: one line, the traceback on request
         if os.environ.get("XLACC_DEBUG"):
             raise
         error_line(f"internal error: {type(exc).__name__}: {exc} (set XLACC_DEBUG=1 for the traceback)")
-        sys.exit(70)
+        return EXIT_INTERNAL
     if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C in a command into this code, silently
         error_line("interrupted")
-    sys.exit(code if isinstance(code, int) else 0)
+    return code if isinstance(code, int) else EXIT_OK

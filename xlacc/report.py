@@ -18,6 +18,7 @@ EXIT_OK = 0
 EXIT_PROBLEM = 1
 EXIT_USAGE = 2
 EXIT_NEEDS_GPU = 3  # run-smoke: what could run passed, execution needs a GPU
+EXIT_INTERNAL = 70  # a bug in xlacc itself (EX_SOFTWARE)
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 
