@@ -1,5 +1,5 @@
-"""Shared test configuration: GPU tests run only where a GPU is visible; the slowest files start
-first (so two workers finish together); under xdist, progress is a line per finished file."""
+"""Shared test configuration: GPU tests run only where a GPU is visible; the slowest files run last,
+longest first (so two workers end together); under xdist, a line per finished file names it."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _gpu_visible() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    _slowest_files_first(items)
+    _slowest_files_last(items)
     if _gpu_visible():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU; none is visible here (CI has none: GPU results are in benchmarks/RESULTS.md)")
@@ -32,17 +32,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-# The files that take longest (about 150, 110, 25 and 70 s on two quiet cores). xdist gives each
-# of two workers two files to start with, in this order: 150 + 25 on one, 110 + 70 on the other.
+# The files that take longest (about 150, 110, 25 and 70 s on two quiet cores), in the order xdist
+# should start them once the quick files are done: a worker holds two files at a time, so this puts
+# 150 + 25 on one worker and 110 + 70 on the other.
 SLOWEST_FILES = ("test_templates.py", "test_smoke_torch_xla.py", "test_template_paged_attention.py", "test_smoke.py")
 
 
-def _slowest_files_first(items: list) -> None:
-    """xdist hands out whole files in collection order (--no-loadscope-reorder): the slowest first,
-    so that the two workers end together."""
+def _slowest_files_last(items: list) -> None:
+    """xdist hands out whole files in collection order (--no-loadscope-reorder): the quick ones first
+    (progress shows at once), then the slowest, longest first, so that the two workers end together."""
+
     def rank(item) -> int:
         name = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
-        return SLOWEST_FILES.index(name) if name in SLOWEST_FILES else len(SLOWEST_FILES)
+        return SLOWEST_FILES.index(name) + 1 if name in SLOWEST_FILES else 0
 
     items.sort(key=rank)
 
@@ -54,8 +56,8 @@ def pytest_configure(config):
 
 
 class FileProgress:
-    """Under xdist the dots arrive from several files at once and name none: print one line per
-    finished file instead, with its counts and how far the run is."""
+    """Under xdist the dots arrive from several files at once and name none: between them, a line
+    per finished file with its counts and how far the run is."""
 
     def __init__(self, config):
         self.config = config
@@ -67,11 +69,6 @@ class FileProgress:
         if not self.total:  # every worker collects the same tests
             self.total = len(ids)
             self.pending.update(nodeid.split("::")[0] for nodeid in ids)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_report_teststatus(self, report, config):
-        category, _, word = yield
-        return category, "", word  # no dot: the file's line says it
 
     def pytest_runtest_logreport(self, report):
         path = report.nodeid.split("::")[0]
@@ -89,6 +86,8 @@ class FileProgress:
             summary = ", ".join(f"{n} {what}" for what, n in sorted(self.counts[path].items()))
             percent = 100 * self.done // max(self.total, 1)
             terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+            if terminal._tw.width_of_current_line:  # after a row of dots
+                terminal.write("\n")
             terminal.write_line(f"{path} {summary} [{percent:3d}%]", red="failed" in self.counts[path] or "error" in self.counts[path])
 
 
