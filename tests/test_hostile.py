@@ -264,14 +264,14 @@ def test_names_that_cannot_be_used_are_one_line_errors(workspace, args, fragment
 # -- interrupted runs ----------------------------------------------------------------------------------------
 
 
-def interrupt(process: subprocess.Popen, when_exists: Path, timeout: float = 60) -> tuple[int, str, float]:
-    """Ctrl-C (SIGINT to xlacc) once ``when_exists`` appears; exit code, stderr, seconds to exit."""
+def interrupt(process: subprocess.Popen, when_exists: Path, timeout: float = 60, how: int = signal.SIGINT) -> tuple[int, str, float]:
+    """Ctrl-C (SIGINT to xlacc), or ``how``, once ``when_exists`` appears; exit code, stderr, seconds to exit."""
     deadline = time.monotonic() + timeout
     while not when_exists.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert when_exists.exists(), process.communicate()[1]
     sent = time.monotonic()
-    process.send_signal(signal.SIGINT)
+    process.send_signal(how)
     _, stderr = process.communicate(timeout=30)
     return process.returncode, stderr, time.monotonic() - sent
 
@@ -283,18 +283,19 @@ def start(*args: str, cwd: Path, **extra_env: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_run_smoke_exits_130_and_leaves_no_child(workspace):
-    """The harness's child runs in its own session: Ctrl-C reaches xlacc only, and xlacc ends it."""
+@pytest.mark.parametrize("how, code, message", [(signal.SIGINT, 130, "error: interrupted\n"), (signal.SIGTERM, 143, "")])
+def test_interrupted_run_smoke_leaves_no_child(workspace, how, code, message):
+    """The harness's child runs in its own session: Ctrl-C (or kill) reaches xlacc only, and xlacc ends it."""
     project = workspace / "demo"
     pid_file = workspace / "harness.pid"
     reference = project / "reference.py"
     reference.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n" + reference.read_text())
     process = start("run-smoke", "demo", "--framework", "jax", cwd=workspace)
     try:
-        code, stderr, seconds = interrupt(process, pid_file, timeout=120)
+        exit_code, stderr, seconds = interrupt(process, pid_file, timeout=120, how=how)
     finally:
         process.kill()
-    assert code == 130 and stderr == "error: interrupted\n", stderr
+    assert exit_code == code and stderr == message, stderr
     assert seconds < 5
     wait_gone(int(pid_file.read_text()))
 

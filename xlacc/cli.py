@@ -9,6 +9,7 @@ first docstring line is its one-line summary; the README's synopsis of a command
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -18,7 +19,15 @@ from typer.core import TyperCommand
 
 from xlacc import __version__
 from xlacc.errors import UsageError, XlaccError
-from xlacc.report import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, emit, error_line
+from xlacc.report import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PROBLEM,
+    EXIT_USAGE,
+    emit,
+    error_line,
+)
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 success; 1 a problem was found; 2 a usage error (one line on stderr); "
@@ -257,12 +266,18 @@ def _cli_error_type() -> type[Exception]:
 
 def main() -> None:
     """Entry point: a user-fixable problem is one line on stderr and an exit code, never a traceback."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         code = run(sys.argv[1:])
     except BrokenPipeError:  # the reader left (`xlacc ... | head`): stop quietly, as typer does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_PROBLEM
     sys.exit(code)
+
+
+def _terminated(signum: int, frame) -> None:
+    """SIGTERM unwinds like Ctrl-C (children killed, partial writes undone), then exits 143."""
+    raise SystemExit(128 + signum)
 
 
 def run(argv: list[str]) -> int:
