@@ -1,9 +1,11 @@
-"""Shared test configuration: GPU tests run only where a GPU is visible."""
+"""Shared test configuration: GPU tests run only where a GPU is visible; the slowest files run last,
+longest first (so two workers end together); under xdist, a line per finished file names it."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from collections import Counter, defaultdict
 
 import pytest
 
@@ -21,12 +23,72 @@ def _gpu_visible() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    _slowest_files_last(items)
     if _gpu_visible():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU; none is visible here (CI has none: GPU results are in benchmarks/RESULTS.md)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+# The files that take longest (about 150, 110, 25 and 70 s on two quiet cores), in the order xdist
+# should start them once the quick files are done: a worker holds two files at a time, so this puts
+# 150 + 25 on one worker and 110 + 70 on the other.
+SLOWEST_FILES = ("test_templates.py", "test_smoke_torch_xla.py", "test_template_paged_attention.py", "test_smoke.py")
+
+
+def _slowest_files_last(items: list) -> None:
+    """xdist hands out whole files in collection order (--no-loadscope-reorder): the quick ones first
+    (progress shows at once), then the slowest, longest first, so that the two workers end together."""
+
+    def rank(item) -> int:
+        name = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        return SLOWEST_FILES.index(name) + 1 if name in SLOWEST_FILES else 0
+
+    items.sort(key=rank)
+
+
+def pytest_configure(config):
+    distributed = config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
+    if distributed and not hasattr(config, "workerinput") and config.get_verbosity() <= 0:
+        config.pluginmanager.register(FileProgress(config), "xlacc-file-progress")
+
+
+class FileProgress:
+    """Under xdist the dots arrive from several files at once and name none: between them, a line
+    per finished file with its counts and how far the run is."""
+
+    def __init__(self, config):
+        self.config = config
+        self.pending: Counter = Counter()
+        self.counts: defaultdict = defaultdict(Counter)
+        self.total = self.done = 0
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if not self.total:  # every worker collects the same tests
+            self.total = len(ids)
+            self.pending.update(nodeid.split("::")[0] for nodeid in ids)
+
+    def pytest_runtest_logreport(self, report):
+        path = report.nodeid.split("::")[0]
+        if report.failed:
+            self.counts[path]["failed" if report.when == "call" else "error"] += 1
+        elif report.skipped:
+            self.counts[path]["skipped"] += 1
+        elif report.when == "call":
+            self.counts[path]["passed"] += 1
+        if report.when != "teardown":
+            return
+        self.done += 1
+        self.pending[path] -= 1
+        if self.pending[path] == 0:
+            summary = ", ".join(f"{n} {what}" for what, n in sorted(self.counts[path].items()))
+            percent = 100 * self.done // max(self.total, 1)
+            terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+            if terminal._tw.width_of_current_line:  # after a row of dots
+                terminal.write("\n")
+            terminal.write_line(f"{path} {summary} [{percent:3d}%]", red="failed" in self.counts[path] or "error" in self.counts[path])
 
 
 @pytest.fixture

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from xlacc import __version__
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def xlacc(*args, env=None, cwd=None):
@@ -94,3 +98,90 @@ def test_refusing_to_overwrite_exits_2_and_keeps_files(tmp_path):
 def test_bad_values_are_one_line_errors_not_tracebacks(args, fragment, tmp_path):
     out = xlacc(*args, cwd=tmp_path)
     assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr
+
+
+# -- help pages a person reads without knowing Typer ----------------------------------------------
+
+COMMANDS = ("new", "build", "run-smoke", "doctor")
+PYTHON_TYPES = ("<str>", "<int>", "<float>", "<path>", "<list", "<bool>", "{", "}", "paths...", "List[", "Optional[")
+
+
+def click_command(name: str):
+    import typer.main
+
+    from xlacc import cli
+
+    return typer.main.get_command(cli.app).commands[name]
+
+
+def help_page(*args: str) -> str:
+    from typer.testing import CliRunner
+
+    from xlacc import cli
+
+    result = CliRunner().invoke(cli.app, [*args, "--help"], prog_name="xlacc")
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("command", ("",) + COMMANDS)
+def test_help_names_values_as_the_user_types_them(command):
+    page = help_page(*filter(None, [command]))
+    for python_type in PYTHON_TYPES:
+        assert python_type not in page, f"{python_type!r} in `xlacc {command} --help`:\n{page}"
+    assert "Exit codes: 0 success; 1 a problem was found; 2 a usage error" in page
+    assert "3 it needs hardware this machine lacks" in page
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_value_has_a_metavar(command):
+    for param in click_command(command).params:
+        takes_value = param.param_type_name == "argument" or not getattr(param, "is_flag", False)
+        if takes_value:
+            assert param.metavar, f"xlacc {command}: {param.name} has no metavar"
+
+
+def test_command_summaries_are_not_cut_short():
+    page = help_page()
+    commands = page.split("Commands:")[1].split("Exit codes")[0]
+    assert "..." not in commands
+    for command in COMMANDS:
+        summary = (click_command(command).help or "").strip().split("\n\n")[0].replace("\n", " ")
+        assert " ".join(summary.split()) in " ".join(commands.split())
+
+
+def test_usage_lines_show_arguments_as_the_readme_does():
+    assert "Usage: xlacc new [OPTIONS] NAME\n" in help_page("new")
+    assert "Usage: xlacc build [OPTIONS] [DIR | FILE.cu ...]\n" in help_page("build")
+    assert "Usage: xlacc run-smoke [OPTIONS] [DIR]\n" in help_page("run-smoke")
+    assert "Usage: xlacc doctor [OPTIONS] [PATH ...] [-- COMMAND ...]\n" in help_page("doctor")
+
+
+def readme_synopsis(command: str) -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.findall(rf"^`xlacc {re.escape(command)} ([^`]*)`$", readme, re.MULTILINE)
+    assert len(found) == 1, f"the README has {len(found)} synopses of xlacc {command}"
+    return found[0]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_readme_synopsis_lists_every_flag_that_exists(command):
+    synopsis = readme_synopsis(command)
+    params = click_command(command).params
+    flags = {opt for p in params if p.param_type_name == "option" for opt in p.opts if opt.startswith("--")}
+    assert set(re.findall(r"--[a-z][a-z-]*", synopsis)) == flags
+    for argument in (p for p in params if p.param_type_name == "argument"):
+        assert synopsis.startswith(argument.metavar), (synopsis, argument.metavar)
+
+
+def test_build_names_its_file_option_apart_from_new_output():
+    build_flags = {opt for p in click_command("build").params for opt in p.opts}
+    assert {"-o", "--library"} <= build_flags and "--output" not in build_flags
+
+
+@pytest.mark.parametrize("args", [["build", "--", "x.cu"], ["new", "op", "--", "--force"], ["run-smoke", "--", "x"]])
+def test_arguments_after_a_double_dash_are_refused_where_no_command_is_taken(args, tmp_path):
+    out = xlacc(*args, cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "takes nothing after --" in out.stderr and "xlacc doctor" in out.stderr
+    assert not (tmp_path / "op").exists()

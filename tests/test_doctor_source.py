@@ -14,7 +14,7 @@ from xlacc.parsers import python as python_facts
 
 ARTIFACTS = Path(__file__).parent / "artifacts" / "doctor"
 SOURCES = ARTIFACTS / "sources"
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"  # the user's notes, beside the checkout
+SEEDS = Path(__file__).resolve().parent / "artifacts" / "seeds"  # the user's notes, kept unchanged
 
 
 def analyze(*paths: Path):

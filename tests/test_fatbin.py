@@ -72,7 +72,7 @@ def _find_cuobjdump() -> str | None:
 def built(tmp_path_factory) -> dict[str, Path]:
     nvcc = _find_nvcc()
     if nvcc is None:
-        pytest.skip("nvcc is not installed (pip install 'xlacc[cuda]')")
+        pytest.skip("nvcc is not installed (pip install -e '.[cuda]')")
     root = tmp_path_factory.mktemp("fatbin")
     source = root / "kernel.cu"
     source.write_text(KERNEL_SOURCE)

@@ -42,17 +42,21 @@ def test_abort_is_sigabrt():
     assert result.signal_name == "SIGABRT"
 
 
-def test_hang_is_killed_with_its_whole_process_group(tmp_path):
-    pid_file = tmp_path / "grandchild.pid"
-    code = f"""
+def with_a_grandchild(pid_file: Path, then: str) -> str:
+    """A child that starts a sleeping grandchild (its pid into ``pid_file``), says so, then runs ``then``."""
+    return f"""
         import subprocess, sys, time
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         open({str(pid_file)!r}, "w").write(str(child.pid))
         print("started", flush=True)
-        time.sleep(120)
+        {then}
     """
+
+
+def test_hang_is_killed_with_its_whole_process_group(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
     started = time.monotonic()
-    result = run_python(code, timeout=3)
+    result = run_python(with_a_grandchild(pid_file, "time.sleep(120)"), timeout=3)
     assert result.timed_out
     assert result.returncode is None
     assert not result.crashed
@@ -60,10 +64,10 @@ def test_hang_is_killed_with_its_whole_process_group(tmp_path):
     assert "started" in result.output
     assert result.describe().startswith("timed out after")
     grandchild = int(pid_file.read_text())
-    _wait_gone(grandchild)
+    wait_gone(grandchild)
 
 
-def _wait_gone(pid: int) -> None:
+def wait_gone(pid: int) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -71,7 +75,17 @@ def _wait_gone(pid: int) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.05)
-    pytest.fail(f"process {pid} outlived the timeout kill")
+    pytest.fail(f"process {pid} outlived the child it belonged to")
+
+
+def test_a_grandchild_holding_the_output_open_does_not_hold_the_parent(tmp_path):
+    """The child exits; something it started in the background keeps stdout open for a minute."""
+    pid_file = tmp_path / "grandchild.pid"
+    started = time.monotonic()
+    result = run_python(with_a_grandchild(pid_file, "pass"), timeout=60)
+    assert time.monotonic() - started < 10
+    assert result.returncode == 0 and not result.timed_out and "started" in result.output
+    wait_gone(int(pid_file.read_text()))
 
 
 def test_nonzero_exit_keeps_code_and_both_streams():

@@ -15,7 +15,7 @@ import pytest
 from xlacc import scaffold
 from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
 
-pytest.importorskip("jax", reason="run-smoke's JAX harness needs jax (pip install 'xlacc[jax]')")
+pytest.importorskip("jax", reason="run-smoke's JAX harness needs jax (pip install -e '.[jax]')")
 if shutil.which("g++") is None:
     pytest.skip("cpu projects build with g++, which is not on PATH", allow_module_level=True)
 
@@ -236,3 +236,23 @@ def test_library_without_code_for_the_visible_gpu_is_arch_mismatch(tmp_path, mon
     assert [f.code for f in report.findings] == ["arch-mismatch"] and "sm_90" in report.findings[0].evidence
     monkeypatch.setattr(toolchain, "visible_gpu_archs", lambda: ["sm_86"])  # sm_80 SASS runs on sm_86
     assert smoke.runs_on_visible_gpus(project, Report("t")) is True
+
+
+def test_a_framework_that_is_not_installed_is_skipped_with_its_install(tmp_path, monkeypatch):
+    """The README's first install has jax only: the torch-xla side says how to install it, and the
+    run still passes; with no framework installed at all nothing could be proved, and it fails."""
+    from xlacc import smoke
+
+    project = new_project(tmp_path, "half", frameworks=("jax", "torch-xla"))
+    request = smoke.SmokeRequest(project, None, [1, 1001], 0, None, None, 120.0, False)
+    monkeypatch.setitem(smoke.FRAMEWORK_PACKAGES, "torch-xla", (("torch", "no_torch_xla_here"), "pip install -e '.[torch-xla]'"))
+    report = smoke.run(request)
+    assert report.code() == EXIT_OK, report.to_json()
+    by_name = {c.name: c for c in report.checks}
+    assert by_name["torch-xla"].ok is None
+    assert by_name["torch-xla"].detail == "not run: no_torch_xla_here not installed here (pip install -e '.[torch-xla]' in a checkout of xlacc)"
+    assert by_name["jax: registration"].ok is True
+    monkeypatch.setitem(smoke.FRAMEWORK_PACKAGES, "jax", (("no_jax_here",), "pip install -e '.[jax]'"))
+    report = smoke.run(request)
+    assert report.code() == EXIT_PROBLEM
+    assert [c.ok for c in report.checks if c.name in ("jax", "torch-xla")] == [False, False]

@@ -184,7 +184,7 @@ def cpu_projects(tmp_path_factory, ffi_include) -> dict[Combo, Project]:
 @pytest.fixture(scope="module")
 def cuda_projects(tmp_path_factory, ffi_include) -> dict[Combo, Project]:
     if _nvcc() is None:
-        pytest.skip("nvcc is not installed (system CUDA toolkit, or pip install xlacc[cuda])")
+        pytest.skip("nvcc is not installed (system CUDA toolkit, or pip install -e '.[cuda]')")
     return _build_all(CUDA_COMBOS, tmp_path_factory.mktemp("cuda"), ffi_include)
 
 

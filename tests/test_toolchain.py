@@ -40,7 +40,7 @@ def test_no_nvcc_anywhere_says_what_to_install(bare_env):
         toolchain.find_nvcc()
     message = str(caught.value)
     assert "no nvcc found" in message
-    assert "pip install 'xlacc[cuda]'" in message and "--nvcc" in message
+    assert "pip install -e '.[cuda]'" in message and "--nvcc" in message
     assert caught.value.exit_code == 2
 
 
@@ -188,7 +188,7 @@ def test_missing_ffi_headers_say_how_to_get_them(fresh_ffi_lookup, monkeypatch):
     monkeypatch.setattr(toolchain, "_jax_reported_include", lambda: None)
     with pytest.raises(ToolchainMissing) as caught:
         toolchain.ffi_include_dir()
-    assert "xlacc[jax]" in str(caught.value) and "--ffi-include" in str(caught.value)
+    assert "pip install -e '.[jax]'" in str(caught.value) and "--ffi-include" in str(caught.value)
     assert caught.value.exit_code == 2
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from xlacc import paths, toolchain
 from xlacc import spec as spec_mod
-from xlacc import toolchain
 from xlacc.doctor.findings import make as make_finding
 from xlacc.errors import UsageError
 from xlacc.report import Check, Finding, Report
@@ -107,7 +107,7 @@ class Target:
     output: Path  # absolute
     cache_file: Path
     platform: str
-    entry_points: tuple[str, ...]
+    entry_points: tuple[str, ...] | None  # None: what doctor recognises in the sources, when verifying
     hide_symbols: bool  # -fvisibility=hidden: generated kernels mark their entry points visible
     always_ffi: bool  # add the FFI headers even if no source mentions them
     archs: tuple[str, ...]  # () = auto
@@ -202,7 +202,11 @@ def _spec_target(
     for source in ((kernel,) if spec.build.kernel else ()) + sources:
         if not source.is_file():
             raise UsageError(f"{source}: no such file (a source of {root / spec_mod.SPEC_FILE}{_regenerate_hint(spec, source)})")
-    library = Path(output or spec.library).resolve()
+    if output is not None:  # -o: inside the project or where the user is
+        library = paths.library_output(output, roots=(root, Path.cwd()), sources=sources, origin=f"-o {str(output)!r}")
+    else:
+        origin = f"{spec.root / spec_mod.SPEC_FILE}: [build.output] {spec.build.output!r}" if spec.build.output else str(spec.library)
+        library = paths.library_output(spec.library, roots=(root,), sources=sources, origin=origin)
     explicit = archs is not None and len(archs) > 0
     changes = spec.signature_changes()
     return Target(
@@ -232,41 +236,58 @@ def _regenerate_hint(spec: Spec, source: Path) -> str:
 
 
 def _request_target(request: BuildRequest) -> Target:
-    paths = [Path(p) for p in request.paths] or [Path(".")]
-    for path in paths:
+    given = [Path(p) for p in request.paths] or [Path(".")]
+    for path in given:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
     requested_archs = spec_mod.parse_archs(request.archs) if request.archs else None
-    directories = [p for p in paths if p.is_dir()]
+    directories = [p for p in given if p.is_dir()]
     if directories:
-        if len(paths) > 1:
+        if len(given) > 1:
             raise UsageError("give one project directory, or kernel files (.cu, .cc), not both")
         project = spec_mod.load(directories[0])
         if request.include_dirs or request.defines or request.flags:
             raise UsageError("-I, -D and --flag are for kernel files; a project takes them from [build] in its xlacc.toml")
+        _check_project_platform(project, request.platform)
         return _spec_target(project, archs=requested_archs, output=request.output, symbols=tuple(request.symbols), ptx=not request.no_ptx)
-    return _files_target(paths, request, requested_archs)
+    return _files_target(given, request, requested_archs)
 
 
-def _files_target(paths: list[Path], request: BuildRequest, archs: tuple[str, ...] | None) -> Target:
-    for path in paths:
+def _check_project_platform(project: Spec, requested: str | None) -> None:
+    """A project's platform is its spec's; --platform may only repeat it."""
+    if requested is None or requested == project.platform:
+        return
+    if requested not in spec_mod.PLATFORMS:
+        raise UsageError(f"--platform {requested!r} is not allowed; use one of: {', '.join(spec_mod.PLATFORMS)}")
+    spec_file = project.root / spec_mod.SPEC_FILE
+    raise UsageError(f"--platform {requested} does not match the project: {spec_file} says platform = {project.platform!r}")
+
+
+def _files_target(files: list[Path], request: BuildRequest, archs: tuple[str, ...] | None) -> Target:
+    for path in files:
         if path.suffix not in SOURCE_PLATFORMS:
             allowed = ", ".join(SOURCE_PLATFORMS)
             raise UsageError(f"{path}: unknown suffix {path.suffix!r}: xlacc builds {allowed} files or a project directory")
-    platform = _files_platform(paths, request.platform)
-    sources = tuple(p.resolve() for p in paths)
-    output = Path(request.output or sources[0].parent / "build" / f"lib{sources[0].stem}.so").resolve()
+    platform = _files_platform(files, request.platform)
+    sources = tuple(p.resolve() for p in files)
+    default = sources[0].parent / "build" / f"lib{sources[0].stem}.so"
+    output = paths.library_output(
+        request.output or default,
+        roots=(Path.cwd(), *dict.fromkeys(s.parent for s in sources)),
+        sources=sources,
+        origin=f"-o {str(request.output)!r}" if request.output else str(default),
+    )
     for flag in request.flags:
         if not spec_mod.FLAG.match(flag):
             raise UsageError(f"--flag {flag!r}: one compiler argument per --flag, without spaces")
     return Target(
-        title=", ".join(p.name for p in paths),
+        title=", ".join(p.name for p in files),
         root=Path.cwd().resolve(),
         sources=sources,
         output=output,
         cache_file=output.parent / CACHE_FILE,
         platform=platform,
-        entry_points=tuple(dict.fromkeys(request.symbols or entry_points_in(sources))),
+        entry_points=tuple(dict.fromkeys(request.symbols)) or None,  # None: the ones found in the sources
         hide_symbols=False,  # the user's own files did not opt in to hidden visibility
         always_ffi=False,
         archs=archs or (),
@@ -293,8 +314,8 @@ def entry_points_in(sources: tuple[Path, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(e.symbol for e in entries if e.exported and not e.internal and not e.captured))
 
 
-def _files_platform(paths: list[Path], requested: str | None) -> str:
-    by_suffix = "cuda" if any(SOURCE_PLATFORMS[p.suffix] == "cuda" for p in paths) else "cpu"
+def _files_platform(files: list[Path], requested: str | None) -> str:
+    by_suffix = "cuda" if any(SOURCE_PLATFORMS[p.suffix] == "cuda" for p in files) else "cpu"
     if requested is None:
         return by_suffix
     if requested not in spec_mod.PLATFORMS:
@@ -319,15 +340,12 @@ def _build(target: Target, options: Options) -> BuildResult:
         step = StepResult([Check("compile", True, "up to date (cached; --force rebuilds)")])
     else:
         step = _compile_step(plan, options)
-    plan.cache.save()
     checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
     if not step.ok:
+        plan.cache.save()
         return _result(plan, False, started, checks, findings, notes)
-    verify_checks, verify_findings = verify_library(
-        target.output, target.entry_points, plan.archs if target.platform == "cuda" else None
-    )
-    if not target.entry_points:
-        verify_checks.insert(0, Check("symbols", None, "none found in the sources: pass --symbol NAME to verify an entry point"))
+    verify_checks, verify_findings = _verify(plan)
+    plan.cache.save()
     library = Check("library", True, _display(target.output, Path.cwd().resolve()))
     return _result(plan, cached, started, checks + [library] + verify_checks, findings + verify_findings, notes)
 
@@ -339,6 +357,24 @@ def _stale_result(target: Target, started: float) -> BuildResult:
     finding = make("spec-changed", f"{target.root / spec_mod.SPEC_FILE}: {target.stale_signature}")
     check = Check("spec", False, f"{target.stale_signature}: run `xlacc update`")
     return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], [finding])
+
+
+def _verify(plan: Plan) -> tuple[list[Check], list[Finding]]:
+    """:func:`verify_library`, or what it found last time while the library is the same file
+    (a no-op build then reads no ELF at all). Only a clean verification is remembered."""
+    target = plan.target
+    archs = plan.archs if target.platform == "cuda" else None
+    question = {"entry_points": "found" if target.entry_points is None else list(target.entry_points), "archs": archs}
+    remembered = plan.cache.verification(target.output, question)
+    if remembered is not None:
+        return remembered, []
+    entry_points = entry_points_in(target.sources) if target.entry_points is None else target.entry_points
+    checks, findings = verify_library(target.output, entry_points, archs)
+    if not entry_points:
+        checks.insert(0, Check("symbols", None, "none found in the sources: pass --symbol NAME to verify an entry point"))
+    if not findings and all(c.ok is not False for c in checks):
+        plan.cache.remember_verification(target.output, question, checks)
+    return checks, findings
 
 
 @dataclass
@@ -528,6 +564,18 @@ class BuildCache:
             "archs": archs,
         }
 
+    def verification(self, library: Path, question: dict) -> list[Check] | None:
+        entry = self.libraries.get(self._name(library)) or {}
+        verified = entry.get("verified") or {}
+        if verified.get("question") != question or entry.get("stamp") != _file_stamp(library):
+            return None
+        return [Check(name, ok, detail) for name, ok, detail in verified["checks"]]
+
+    def remember_verification(self, library: Path, question: dict, checks: list[Check]) -> None:
+        entry = self.libraries.get(self._name(library))
+        if entry is not None and entry.get("stamp") == _file_stamp(library):
+            entry["verified"] = {"question": question, "checks": [[c.name, c.ok, c.detail] for c in checks]}
+
     def _serialize(self) -> str:
         body = {"format": CACHE_FORMAT, "libraries": self.libraries, "compilers": self.compilers}
         return json.dumps(body, indent=1, sort_keys=True)
@@ -536,9 +584,9 @@ class BuildCache:
         text = self._serialize()
         if text == self._loaded:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, self.path)
         except OSError:
@@ -584,7 +632,7 @@ def _process_alive(pid: int) -> bool:
 def _compile(plan: Plan, options: Options) -> CompileOutcome:
     """Run the compiler into a temporary file; replace the library only when it succeeded."""
     library = plan.target.output
-    library.parent.mkdir(parents=True, exist_ok=True)
+    paths.make_directory(library.parent)
     temporary = temporary_output(library)
     command = plan.command[:-1] + [str(temporary)]
     started = time.perf_counter()

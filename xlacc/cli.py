@@ -1,26 +1,83 @@
-"""The command line: parse flags, call one function, render its Report. No logic lives here."""
+"""The command line: parse flags, call one function, render its Report. No logic lives here.
+
+Conventions (help pages a person reads without knowing Typer, checked by tests/test_cli.py):
+every option that takes a value names it with ``metavar`` as the user types it (``NAME``, ``DIR``,
+``sm_XY[,sm_XY]``); every argument has a ``metavar`` too (``[DIR | FILE.cu ...]``); each command's
+first docstring line is its one-line summary; the README's synopsis of a command lists every flag.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from xlacc import __version__
 from xlacc.errors import UsageError, XlaccError
-from xlacc.report import EXIT_USAGE, emit, error_line
+from xlacc.report import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PROBLEM,
+    EXIT_USAGE,
+    emit,
+    error_line,
+)
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 success; 1 a problem was found; 2 a usage error (one line on stderr); "
+    "3 it needs hardware this machine lacks (run-smoke: a GPU); 130 interrupted."
+)
+# Commands that take a command line after `--` (run, not parsed), and how their usage shows it.
+TRAILING_COMMAND = {"doctor": "[-- COMMAND ...]"}
+
+
+class Command(TyperCommand):
+    """A command's help as the user types it: metavars, not Python types; summaries not cut."""
+
+    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument" and param.metavar:
+                optional = not param.required and not param.metavar.startswith("[")
+                pieces.append(f"[{param.metavar}]" if optional else param.metavar)
+        if self.name in TRAILING_COMMAND:
+            pieces.append(TRAILING_COMMAND[self.name])
+        return pieces
+
+    def format_options(self, ctx: typer.Context, formatter) -> None:
+        params = self.get_params(ctx)
+        arguments = [(p.metavar or p.name.upper(), p.help or "") for p in params if p.param_type_name == "argument"]
+        options = [record for p in params if p.param_type_name == "option" for record in [p.get_help_record(ctx)] if record]
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return (self.short_help or (self.help or "").strip().split("\n\n")[0]).replace("\n", " ")
+
 
 app = typer.Typer(
     name="xlacc",
     help="From a CUDA kernel to a working, fast XLA custom call for JAX and torch_xla.",
+    epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def command(name: str | None = None):
+    """``@app.command`` with xlacc's help conventions and the exit codes under every page."""
+    return app.command(name, cls=Command, epilog=EXIT_CODES_HELP)
+
 
 JSON_OPTION = typer.Option(False, "--json", help="Print one JSON object instead of text.")
 
@@ -33,9 +90,14 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
-    """xlacc: new, build, run-smoke, doctor."""
+    """xlacc: new, update, build, run-smoke, doctor."""
+    trailing = (ctx.obj or {}).get("command")
+    if trailing and ctx.invoked_subcommand not in TRAILING_COMMAND:
+        takers = " and ".join(f"xlacc {name}" for name in TRAILING_COMMAND)
+        raise UsageError(f"xlacc {ctx.invoked_subcommand} takes nothing after --; only {takers} runs a command given there (got: -- {' '.join(trailing)})")
 
 
 def _split(values: Optional[List[str]]) -> list[str]:
@@ -51,24 +113,24 @@ def _integers(value: Optional[str], flag: str) -> Optional[list[int]]:
         raise UsageError(f"{flag} takes comma-separated whole numbers, such as 1,1000,16777216; got {value!r}") from None
 
 
-@app.command()
+@command()
 def new(
-    name: str = typer.Argument(..., help="The op's name: a C identifier."),
-    template: str = typer.Option("add", "--template", "-t", help="add | rms-norm | blank | paged-attention"),
-    platform: str = typer.Option("cuda", "--platform", help="cuda | cpu"),
-    api: str = typer.Option("ffi", "--api", help="ffi (typed FFI, api_version 4) | legacy (status-returning)"),
-    framework: str = typer.Option("jax,torch-xla", "--framework", help="jax, torch-xla, or both (comma-separated)"),
-    directory: Optional[Path] = typer.Option(None, "--dir", help="Where to write the project (default: ./NAME)."),
-    target: Optional[str] = typer.Option(None, "--target", help="The XLA custom_call_target (default: NAME)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Element types the kernel is built for, e.g. f32 or f32,bf16."),
-    inputs: Optional[List[str]] = typer.Option(None, "--input", help="blank: an operand, NAME:DTYPE (repeatable)."),
-    outputs: Optional[List[str]] = typer.Option(None, "--output", help="blank: a result, NAME:DTYPE (repeatable)."),
-    attrs: Optional[List[str]] = typer.Option(None, "--attr", help="blank: an attribute, NAME:TYPE (repeatable)."),
-    from_file: Optional[Path] = typer.Option(None, "--from", help="Wrap this kernel file (.cu, or .cc for XLA:CPU), left unchanged."),
-    kernel: Optional[str] = typer.Option(None, "--kernel", help="With --from: the function to wrap when the file has several."),
-    sizes: Optional[List[str]] = typer.Option(None, "--size", help="With --from: an integer parameter, NAME=INPUT.size, NAME=INPUT.shape[K] or NAME=N (repeatable)."),
+    name: str = typer.Argument(..., metavar="NAME", help="The op's name: a C identifier."),
+    template: str = typer.Option("add", "--template", "-t", metavar="TEMPLATE", help="add, rms-norm, blank or paged-attention."),
+    platform: str = typer.Option("cuda", "--platform", metavar="cuda|cpu", help="Where the kernel runs: an NVIDIA GPU or XLA:CPU."),
+    api: str = typer.Option("ffi", "--api", metavar="ffi|legacy", help="ffi: typed FFI (api_version 4); legacy: status-returning (2 on cuda, 3 on cpu)."),
+    framework: str = typer.Option("jax,torch-xla", "--framework", metavar="FRAMEWORK[,FRAMEWORK]", help="jax, torch-xla, or both."),
+    directory: Optional[Path] = typer.Option(None, "--dir", metavar="DIR", help="Where to write the project (default: ./NAME)."),
+    target: Optional[str] = typer.Option(None, "--target", metavar="TARGET", help="The XLA custom_call_target (default: NAME)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", metavar="DTYPE[,DTYPE]", help="Element types the kernel is built for, such as f32 or f32,bf16."),
+    inputs: Optional[List[str]] = typer.Option(None, "--input", metavar="NAME[:DTYPE]", help="blank template: an operand (repeatable)."),
+    outputs: Optional[List[str]] = typer.Option(None, "--output", metavar="NAME[:DTYPE]", help="blank template: a result tensor (repeatable)."),
+    attrs: Optional[List[str]] = typer.Option(None, "--attr", metavar="NAME:TYPE[=DEFAULT]", help="blank template: an attribute (repeatable)."),
+    from_file: Optional[Path] = typer.Option(None, "--from", metavar="FILE.cu", help="Wrap this kernel file (.cu, or .cc for XLA:CPU), left unchanged."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", metavar="FUNC", help="With --from: the function to wrap when the file has several."),
+    sizes: Optional[List[str]] = typer.Option(None, "--size", metavar="NAME=EXPR", help="With --from: an integer parameter, NAME=INPUT.size, NAME=INPUT.shape[K] or NAME=N (repeatable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be written; write nothing."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing non-empty directory's files."),
+    force: bool = typer.Option(False, "--force", help="Write into an existing non-empty directory (only xlacc's own files)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write a new custom-call project from a template."""
@@ -97,19 +159,19 @@ def new(
     raise typer.Exit(emit(report, as_json))
 
 
-@app.command()
+@command()
 def build(
-    paths: Optional[List[Path]] = typer.Argument(None, help="A project directory (default: .) or kernel files."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="The shared object to write (kernel files)."),
-    symbols: Optional[List[str]] = typer.Option(None, "--symbol", help="An entry point to verify (repeatable)."),
-    arch: Optional[str] = typer.Option(None, "--arch", help="GPU archs, e.g. sm_80,sm_90 (default: auto)."),
-    platform: Optional[str] = typer.Option(None, "--platform", help="cuda | cpu for kernel files (default: by suffix)."),
-    nvcc: Optional[Path] = typer.Option(None, "--nvcc", help="The nvcc to use."),
-    ffi_include: Optional[Path] = typer.Option(None, "--ffi-include", help="Directory holding xla/ffi/api/ffi.h."),
+    paths: Optional[List[Path]] = typer.Argument(None, metavar="[DIR | FILE.cu ...]", help="A project directory (default: .) or kernel files (.cu, .cc)."),
+    library: Optional[Path] = typer.Option(None, "-o", "--library", metavar="FILE.so", help="The shared object to write (default: NAME/libNAME.so in a project, build/libFILE.so for kernel files)."),
+    symbols: Optional[List[str]] = typer.Option(None, "--symbol", metavar="NAME", help="An entry point to verify (repeatable)."),
+    arch: Optional[str] = typer.Option(None, "--arch", metavar="sm_XY[,sm_XY]", help="GPU archs to compile for (default: the visible GPUs, else sm_80,sm_90)."),
+    platform: Optional[str] = typer.Option(None, "--platform", metavar="cuda|cpu", help="Kernel files: cuda or cpu (default: by suffix). A project: must match its spec."),
+    nvcc: Optional[Path] = typer.Option(None, "--nvcc", metavar="PATH", help="The nvcc to use."),
+    ffi_include: Optional[Path] = typer.Option(None, "--ffi-include", metavar="DIR", help="Directory holding xla/ffi/api/ffi.h (default: the installed jaxlib's)."),
     no_ptx: bool = typer.Option(False, "--no-ptx", help="Embed SASS only, no PTX for newer GPUs to JIT-compile."),
-    include_dirs: Optional[List[Path]] = typer.Option(None, "-I", "--include", help="Kernel files: an include folder (repeatable)."),
-    defines: Optional[List[str]] = typer.Option(None, "-D", "--define", help="Kernel files: a macro, NAME or NAME=VALUE (repeatable)."),
-    flags: Optional[List[str]] = typer.Option(None, "--flag", help="Kernel files: one more compiler argument (repeatable)."),
+    include_dirs: Optional[List[Path]] = typer.Option(None, "-I", "--include", metavar="DIR", help="Kernel files: an include folder (repeatable)."),
+    defines: Optional[List[str]] = typer.Option(None, "-D", "--define", metavar="NAME[=VALUE]", help="Kernel files: a macro (repeatable)."),
+    flags: Optional[List[str]] = typer.Option(None, "--flag", metavar="ARG", help="Kernel files: one more compiler argument (repeatable)."),
     force: bool = typer.Option(False, "--force", help="Rebuild even when the cache is fresh."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the command line and every compiler line."),
     as_json: bool = JSON_OPTION,
@@ -120,7 +182,7 @@ def build(
     report = build_mod.run(
         build_mod.BuildRequest(
             paths=list(paths or [Path(".")]),
-            output=output,
+            output=library,
             symbols=_split(symbols),
             archs=arch,
             platform=platform,
@@ -138,28 +200,28 @@ def build(
     raise typer.Exit(emit(report, as_json))
 
 
-@app.command()
+@command()
 def update(
-    project: Path = typer.Argument(Path("."), help="The project directory."),
+    project: Path = typer.Argument(Path("."), metavar="[DIR]", show_default=False, help="The project directory (default: .)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the changes as diffs; write nothing."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Regenerate xlacc's files from xlacc.toml and this xlacc; merge your edits (never lose them)."""
+    """Regenerate xlacc's files from xlacc.toml and this xlacc; your edits are merged, never lost."""
     from xlacc import update as update_mod
 
     report = update_mod.run(update_mod.UpdateRequest(project=project, dry_run=dry_run))
     raise typer.Exit(emit(report, as_json))
 
 
-@app.command("run-smoke")
+@command("run-smoke")
 def run_smoke(
-    project: Path = typer.Argument(Path("."), help="The project directory."),
-    framework: Optional[str] = typer.Option(None, "--framework", help="jax | torch-xla (default: every one the spec names)."),
-    sizes: Optional[str] = typer.Option(None, "--sizes", help="Comma-separated problem sizes (default: 1, an odd size, a large one)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random inputs."),
-    rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance (default: by dtype)."),
-    atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance (default: by dtype)."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds the child process may run."),
+    project: Path = typer.Argument(Path("."), metavar="[DIR]", show_default=False, help="The project directory (default: .)."),
+    framework: Optional[str] = typer.Option(None, "--framework", metavar="jax|torch-xla", help="Run one framework (default: every one the spec names)."),
+    sizes: Optional[str] = typer.Option(None, "--sizes", metavar="N[,N]", help="Element counts to check (default: 1, an odd size and a large one)."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the random inputs."),
+    rtol: Optional[float] = typer.Option(None, "--rtol", metavar="X", help="Relative tolerance, a finite number >= 0 (default: by dtype)."),
+    atol: Optional[float] = typer.Option(None, "--atol", metavar="X", help="Absolute tolerance, a finite number >= 0 (default: by dtype)."),
+    timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", help="Seconds each child process may run."),
     bench: bool = typer.Option(False, "--bench", help="Also time the custom call against XLA's own op."),
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -181,22 +243,23 @@ def run_smoke(
     raise typer.Exit(emit(report, as_json))
 
 
-@app.command()
+@command()
 def doctor(
     ctx: typer.Context,
-    paths: Optional[List[Path]] = typer.Argument(None, help="Project directories, sources (.cu .cc .py .sh) or folders of them."),
-    so: Optional[Path] = typer.Option(None, "--so", help="A shared object to check."),
-    symbols: Optional[List[str]] = typer.Option(None, "--symbol", help="An entry point the .so must export (repeatable)."),
-    arch: Optional[str] = typer.Option(None, "--arch", help="The GPU arch the .so must run on, e.g. sm_90."),
-    log: Optional[str] = typer.Option(None, "--log", help="An error log or traceback: a file, or - for stdin."),
+    paths: Optional[List[Path]] = typer.Argument(None, metavar="[PATH ...]", help="Project directories, sources (.cu .cc .h .py .sh), notes and logs (.md .txt .log .hlo), or folders of them."),
+    so: Optional[Path] = typer.Option(None, "--so", metavar="FILE.so", help="A shared object to check."),
+    symbols: Optional[List[str]] = typer.Option(None, "--symbol", metavar="NAME", help="An entry point the .so must export (repeatable)."),
+    arch: Optional[str] = typer.Option(None, "--arch", metavar="sm_XY", help="The GPU arch the .so must run on, such as sm_90."),
+    log: Optional[str] = typer.Option(None, "--log", metavar="FILE|-", help="An error log or traceback: a file, or - for stdin."),
     list_checks: bool = typer.Option(False, "--list-checks", help="List every finding code and exit."),
-    checks: Optional[List[str]] = typer.Option(None, "--check", help="Only report these codes (repeatable)."),
+    checks: Optional[List[str]] = typer.Option(None, "--check", metavar="CODE", help="Only report these codes (repeatable)."),
     timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS", help="Seconds the command after -- may run before its process group is stopped."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Diagnose the environment, a shared object, sources, error text, or a command (after --).
+    """Diagnose the environment, a shared object, sources, an error log, or a command.
 
-    xlacc doctor [PATH ...] [--so FILE] [--log FILE|-] [--json] [--timeout SECONDS] [-- COMMAND ...]
+    With nothing named it checks the environment. After --, a command line is run and its output
+    diagnosed.
     """
     from xlacc.doctor import engine
 
@@ -230,7 +293,22 @@ def _cli_error_type() -> type[Exception]:
 
 def main() -> None:
     """Entry point: a user-fixable problem is one line on stderr and an exit code, never a traceback."""
-    argv = sys.argv[1:]
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        code = run(sys.argv[1:])
+    except BrokenPipeError:  # the reader left (`xlacc ... | head`): stop quietly, as typer does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_PROBLEM
+    sys.exit(code)
+
+
+def _terminated(signum: int, frame) -> None:
+    """SIGTERM unwinds like Ctrl-C (children killed, partial writes undone), then exits 143."""
+    raise SystemExit(128 + signum)
+
+
+def run(argv: list[str]) -> int:
+    """Run one command line; its exit code."""
     command: list[str] = []
     if "--" in argv:  # `xlacc doctor ... -- COMMAND ...`: the command is run, not parsed
         cut = argv.index("--")
@@ -240,22 +318,25 @@ def main() -> None:
         # Without standalone mode typer returns a command's exit code instead of exiting.
         code = app(args=argv, standalone_mode=False, prog_name="xlacc", obj={"command": command})
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except XlaccError as exc:
         error_line(str(exc))
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):
-        error_line("interrupted")
-        sys.exit(130)
+        code = EXIT_INTERRUPTED
     except cli_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `xlacc`: the help is the answer
             print(exc.format_message())
-            sys.exit(0)
+            return EXIT_OK
         error_line(exc.format_message())
-        sys.exit(EXIT_USAGE)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        raise
     except Exception as exc:  # a bug in xlacc itself: one line, the traceback on request
         if os.environ.get("XLACC_DEBUG"):
             raise
         error_line(f"internal error: {type(exc).__name__}: {exc} (set XLACC_DEBUG=1 for the traceback)")
-        sys.exit(70)
-    sys.exit(code if isinstance(code, int) else 0)
+        return EXIT_INTERNAL
+    if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C in a command into this code, silently
+        error_line("interrupted")
+    return code if isinstance(code, int) else EXIT_OK

@@ -12,9 +12,7 @@ A file xlacc would replace that the user has edited is backed up under ``.xlacc/
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,51 +144,16 @@ def apply(directory: Path, plan: Plan) -> None:
 
 
 def check_writable(directory: Path, relative: str) -> Path:
-    """The path xlacc may write: inside the project, not a directory, not reached through a link."""
-    target = directory / relative
-    root = directory.resolve()
-    if not target.resolve().is_relative_to(root) or ".." in Path(relative).parts:
-        raise UsageError(f"{target} is outside the project {directory}; nothing was written")
-    for parent in [target, *target.parents]:
-        if parent == directory or not parent.is_relative_to(directory):
-            break
-        if parent.is_symlink():
-            raise UsageError(f"{parent} is a symbolic link; xlacc writes no file through one; nothing was written")
-    if target.is_dir():
-        raise UsageError(f"{target} is a directory where xlacc writes a file; nothing was written")
-    return target
+    """Where xlacc may write ``relative``: inside the project, not a directory (xlacc.paths)."""
+    from xlacc import paths
+
+    return paths.target_path(directory, relative)
 
 
 def write_all(directory: Path, files: dict[str, str]) -> None:
-    """Write every file or none: each goes to a temporary file beside it, and only when all are
-    written are they renamed into place. New files get the mode the umask allows; a file that
-    already holds its text is left alone."""
-    pending: list[tuple[Path, Path]] = []
-    try:
-        for relative, text in files.items():
-            if read_text(directory / relative) == text:
-                continue
-            target = check_writable(directory, relative)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            pending.append((Path(temporary), target))
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-            os.chmod(temporary, _mode_for(target))
-        for temporary, target in pending:
-            os.replace(temporary, target)
-        pending.clear()
-    except OSError as exc:
-        raise UsageError(f"cannot write in {directory}: {exc.strerror or exc}; nothing was written") from None
-    finally:
-        for temporary, _ in pending:
-            temporary.unlink(missing_ok=True)
+    """All or nothing (xlacc.paths.write_all); a file that already holds its text is left alone."""
+    from xlacc import paths
 
-
-def _mode_for(target: Path) -> int:
-    try:
-        return target.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+    changed = {relative: text for relative, text in files.items() if read_text(directory / relative) != text}
+    if changed:
+        paths.write_all(directory, changed)

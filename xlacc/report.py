@@ -18,6 +18,8 @@ EXIT_OK = 0
 EXIT_PROBLEM = 1
 EXIT_USAGE = 2
 EXIT_NEEDS_GPU = 3  # run-smoke: what could run passed, execution needs a GPU
+EXIT_INTERNAL = 70  # a bug in xlacc itself (EX_SOFTWARE)
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 
 @dataclass(frozen=True)
@@ -95,44 +97,60 @@ def rank(findings: list[Finding]) -> list[Finding]:
     return sorted(unique, key=lambda f: (SEVERITY_ORDER[f.severity], -f.likelihood))
 
 
-def use_color() -> bool:
-    return "NO_COLOR" not in os.environ and sys.stdout.isatty()
+def use_color(stream=None) -> bool:
+    return "NO_COLOR" not in os.environ and (stream or sys.stdout).isatty()
 
 
 def console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, no_color=not use_color(), highlight=False, soft_wrap=True)
+    return Console(stderr=stderr, no_color=not use_color(sys.stderr if stderr else None), highlight=False, soft_wrap=True)
 
 
 MARKS = {True: ("✓", "green"), False: ("✗", "red"), None: ("-", "yellow")}
 SEVERITY_STYLE = {"error": ("✗", "red"), "warning": ("!", "yellow"), "info": ("i", "cyan")}
 
+# A rendered line: (text, style) pieces; the style is a rich style name, "" for none.
+Line = list[tuple[str, str]]
 
-def render_text(report: Report) -> None:
-    from rich.markup import escape
 
-    out = console()
-    if report.title:
-        out.print(f"[bold]{escape(report.title)}[/bold]")
+def layout(report: Report) -> list[Line]:
+    """The report as lines of styled pieces: the one layout behind colour and plain output."""
+    lines: list[Line] = [[(report.title, "bold")]] if report.title else []
     for c in report.checks:
         mark, style = MARKS[c.ok]
-        detail = f"  [dim]{escape(c.detail)}[/dim]" if c.detail else ""
-        out.print(f"[{style}]{mark}[/{style}] {escape(c.name)}{detail}")
+        lines.append([(mark, style), (f" {c.name}", "")] + ([(f"  {c.detail}", "dim")] if c.detail else []))
     findings = rank(report.findings)
     if findings:
-        out.print()
+        lines.append([])
     for f in findings:
         mark, style = SEVERITY_STYLE[f.severity]
-        out.print(f"[{style}]{mark} {f.code}[/{style}]: {escape(f.title)}")
+        lines.append([(f"{mark} {f.code}", style), (f": {f.title}", "")])
         for label, text in (("evidence", f.evidence), ("fix", f.fix)):
             if text:
-                lines = text.splitlines() or [""]
-                out.print(f"    [dim]{label}:[/dim] {escape(lines[0])}")
-                for line in lines[1:]:
-                    out.print(f"      {escape(line)}")
-    for note in report.notes:
-        out.print(escape(note))
+                first, *rest = text.splitlines() or [""]
+                lines.append([("    ", ""), (f"{label}:", "dim"), (f" {first}", "")])
+                lines += [[(f"      {line}", "")] for line in rest]
+    lines += [[(note, "")] for note in report.notes]
+    return lines
+
+
+def write_lines(lines: list[Line], stderr: bool = False) -> None:
+    """Colour through rich on a terminal; plain text otherwise (and without importing rich)."""
+    stream = sys.stderr if stderr else sys.stdout
+    if not use_color(stream):
+        stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
+        stream.flush()
+        return
+    from rich.text import Text
+
+    out = console(stderr=stderr)
+    for line in lines:
+        out.print(Text.assemble(*line))
+
+
+def render_text(report: Report) -> None:
+    write_lines(layout(report))
 
 
 def emit(report: Report, as_json: bool) -> int:
@@ -146,10 +164,5 @@ def emit(report: Report, as_json: bool) -> int:
 
 def error_line(message: str) -> None:
     """The one line a usage error or a user-fixable problem gets (no traceback)."""
-    from rich.markup import escape
-
-    lines = str(message).strip().splitlines() or ["unknown error"]
-    err = console(stderr=True)
-    err.print(f"[red]error:[/red] {escape(lines[0])}")
-    for extra in lines[1:]:
-        err.print(extra, markup=False)
+    first, *rest = str(message).strip().splitlines() or ["unknown error"]
+    write_lines([[("error:", "red"), (f" {first}", "")], *[[(line, "")] for line in rest]], stderr=True)

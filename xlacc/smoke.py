@@ -5,14 +5,16 @@ Builds first when the cache is stale, then runs ``xlacc.runtime.harness_jax`` an
 numerics, bench) become the report's lines; a crash, a hang or an unexpected exit becomes a failed
 check whose output goes through the doctor's rules, so the user reads a diagnosis, not a signal.
 
-Exit codes: 0 every check passed; 1 a check failed, the build failed or a child crashed or hung;
-2 usage error; 3 (``EXIT_NEEDS_GPU``) everything that could run here passed, but executing the
-custom call needs a GPU: a cuda project where jax sees no GPU (registration and lowering ran), or
-torch-xla on a torch_xla without a CUDA device (2.9 from PyPI: lowering checked, no execution).
+Exit codes: 0 every check that could run passed (skipped ones say why: a framework not installed,
+a torch_xla that cannot run custom calls); 1 a check failed, the build failed or a child crashed or
+hung; 2 usage error; 3 (``EXIT_NEEDS_GPU``) only for hardware this machine lacks: a cuda project
+where no GPU is visible (registration and lowering ran, execution could not).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,12 @@ OUTPUT_TAIL_LINES = 20
 CHILD_ENV = {"PYTHONFAULTHANDLER": "1"}
 # A finding the harness made from what it saw beats the same code guessed from output text.
 CHILD_FINDING_LIKELIHOOD = 0.9
+MAX_SIZE = 2**31 - 1  # element counts a kernel indexes with int
+# What each framework's harness imports, and the README's install command for it.
+FRAMEWORK_PACKAGES = {
+    "jax": (("jax", "jaxlib"), "pip install -e '.[jax]'"),
+    "torch-xla": (("torch", "torch_xla"), "pip install -e '.[torch-xla]'"),
+}
 
 
 @dataclass
@@ -47,9 +55,9 @@ class SmokeRequest:
 
 
 def run(request: SmokeRequest) -> Report:
+    validate(request)
     spec = spec_mod.load(request.project)
     frameworks = select_frameworks(spec, request.framework)
-    validate(request)
     report = Report(title=f"run-smoke {spec.name} ({', '.join(frameworks)}, {spec.platform})")
     report.data.update(seed=request.seed, sizes=request.sizes, bench={})
     if build_if_stale(spec, report):
@@ -74,13 +82,33 @@ def select_frameworks(spec: spec_mod.Spec, requested: str | None) -> list[str]:
 
 
 def validate(request: SmokeRequest) -> None:
-    if request.sizes is not None and (not request.sizes or any(size < 1 for size in request.sizes)):
-        raise UsageError(f"--sizes must be positive element counts, got {request.sizes}")
-    if request.timeout <= 0:
-        raise UsageError(f"--timeout must be positive seconds, got {request.timeout}")
+    """Numbers a run can trust: finite tolerances and timeout, sizes a kernel can take."""
+    if request.sizes is not None:
+        if not request.sizes:
+            raise UsageError("--sizes needs at least one element count, such as 1,1000")
+        bad = next((size for size in request.sizes if not 1 <= size <= MAX_SIZE), None)
+        if bad is not None:
+            raise UsageError(f"--sizes takes element counts from 1 to {MAX_SIZE}; got {bad}")
+    if not (math.isfinite(request.timeout) and request.timeout > 0):
+        raise UsageError(f"--timeout takes a finite number of seconds above 0; got {request.timeout}")
     for flag, value in (("--rtol", request.rtol), ("--atol", request.atol)):
-        if value is not None and value < 0:
-            raise UsageError(f"{flag} must not be negative, got {value}")
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise UsageError(f"{flag} takes a finite number >= 0; got {value}")
+    if request.seed < 0:
+        raise UsageError(f"--seed takes a whole number >= 0; got {request.seed}")
+
+
+def missing_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest) -> Check | None:
+    """A check naming the install command when ``framework``'s packages are not installed, found
+    without importing them. Skipped while another framework of the run can run; failed otherwise."""
+    packages, install = FRAMEWORK_PACKAGES[framework]
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    others = [f for f in select_frameworks(spec, request.framework) if f != framework]
+    runnable = any(all(importlib.util.find_spec(name) for name in FRAMEWORK_PACKAGES[f][0]) for f in others)
+    detail = f"not run: {' and '.join(missing)} not installed here ({install} in a checkout of xlacc)"
+    return Check(framework, None if runnable else False, detail)
 
 
 # -- build ----------------------------------------------------------------------------------------
@@ -140,6 +168,10 @@ def harness_args(spec: spec_mod.Spec, request: SmokeRequest) -> list[str]:
 
 def run_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest, report: Report, prefixed: bool) -> int | None:
     """Run one harness and fold its records into ``report``; returns the harness's exit code."""
+    not_installed = missing_framework(spec, framework, request)
+    if not_installed is not None:
+        report.add(not_installed)
+        return None
     result = run_harness(HARNESSES[framework], harness_args(spec, request), request.timeout, cwd=spec.root, env=CHILD_ENV)
     prefix = f"{framework}: " if prefixed else ""
     found = absorb_records(result, framework, report, prefix)

@@ -32,12 +32,13 @@ NVIDIA_SMI_TIMEOUT_S = 5.0
 VERSION_TIMEOUT_S = 30.0
 
 NO_NVCC = (
-    "no nvcc found: install a CUDA toolkit, or `pip install 'xlacc[cuda]'` for CUDA 13 from PyPI; "
-    "or pass --nvcc PATH"
+    "no nvcc found: install a CUDA toolkit, or `pip install -e '.[cuda]'` in a checkout of xlacc for "
+    "CUDA 13 from PyPI; or pass --nvcc PATH"
 )
 NO_HOST_CXX = "no C++ compiler found: install g++ (e.g. `apt-get install g++`), or set $CXX"
 NO_FFI_HEADERS = (
-    "XLA's FFI headers (xla/ffi/api/ffi.h) not found: `pip install 'xlacc[jax]'` (jaxlib ships them), "
+    "XLA's FFI headers (xla/ffi/api/ffi.h) not found: `pip install -e '.[jax]'` in a checkout of xlacc "
+    "(jaxlib ships them), "
     "or pass --ffi-include DIR"
 )
 

@@ -50,7 +50,7 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "nvcc not found: CUDA kernels cannot be built here",
         "`xlacc build` compiles .cu files with nvcc; none was found via --nvcc, $CUDACXX, PATH, "
         "$CUDA_HOME/bin, /usr/local/cuda/bin or pip's nvidia-cuda-nvcc. CPU kernels (.cc) still build with g++.",
-        "`pip install 'xlacc[cuda]'` (CUDA 13 nvcc, runtime and CCCL headers from PyPI, about 130 MB), "
+        "`pip install -e '.[cuda]'` (CUDA 13 nvcc, runtime and CCCL headers from PyPI, about 130 MB), "
         "or install a CUDA toolkit and put its bin/ on PATH, or pass `--nvcc PATH`.",
         "`xlacc doctor` on a machine without a CUDA toolkit: `nvcc: command not found`",
     ),

@@ -4,8 +4,8 @@ torch_xla 2.9 from PyPI has no CUDA device and no custom-call registration (``Re
 not implemented``), so on it this harness proves what can be proved without running the kernel:
 the generated ``torch.library`` op lowers (``torch_xla._XLAC._get_xla_tensors_hlo``, on the CPU
 device) to a custom call with the right target, api_version, backend_config, operand order and
-result shapes. Execution is reported as impossible (``torch-xla-no-cuda``) and the harness exits
-3 (``xlacc.report.EXIT_NEEDS_GPU``). Where torch_xla has a CUDA device it also registers through
+result shapes. Execution is reported as impossible (``torch-xla-no-cuda``); for a cuda project the
+harness exits 3 (``xlacc.report.EXIT_NEEDS_GPU``), for a cpu one 0 (no hardware would help). Where torch_xla has a CUDA device it also registers through
 ``NAME.torch.register()`` and compares the op's outputs with the reference.
 """
 
@@ -115,7 +115,7 @@ class TorchXlaHarness(Harness):
         if self.has_cuda:
             self.check_numerics()
         else:
-            self.needs_gpu = True
+            self.needs_gpu = self.spec.platform == "cuda"  # exit 3 means hardware; a cpu op lacks software
             self.check("numerics", None, f"not run: torch_xla {self.version} has no CUDA device (PJRT_DEVICE={self.device_type})")
             why = (
                 "no device here can run a CUDA custom call"

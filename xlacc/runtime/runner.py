@@ -1,12 +1,15 @@
 """Start a harness in a child Python process and collect what happened to it.
 
-The child runs in its own session (process group) so that a timeout kills it and everything it
-started; a crash (a signal), a hang or an exit code is reported, never raised.
+The child runs in its own session (process group) so that a timeout, Ctrl-C or its end kills it
+and everything it started; a crash (a signal), a hang or an exit code is reported, never raised.
+Its output is read as it comes and only a bounded head and tail are kept: a kernel that prints
+gigabytes costs xlacc no more memory than one that prints a line.
 """
 
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -18,9 +21,14 @@ from typing import Any
 
 from xlacc.runtime.records import read_records
 
-# The most output kept from a child (its tail): enough for any traceback, bounded for XLA dumps.
-MAX_OUTPUT_CHARS = 1_000_000
-KILL_GRACE_SECONDS = 5.0
+# Output kept from a child: its first bytes (what it started with) and its last (the traceback).
+HEAD_BYTES = 64 * 1024
+TAIL_BYTES = 256 * 1024
+MAX_LINE_CHARS = 4_000  # longer lines keep their two ends: a base64 dump is no diagnosis
+READ_BYTES = 64 * 1024
+# After the child exits, how long a process it left behind may keep its output open.
+EXIT_GRACE_SECONDS = 2.0
+POLL_SECONDS = 0.2
 
 
 @dataclass
@@ -93,24 +101,18 @@ def run_child(
         cwd=cwd,
         start_new_session=True,
     )
-    timed_out = False
+    output = BoundedOutput()
     try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out = _read_until_done(proc, started + timeout, output)
+    finally:  # a timeout, Ctrl-C or a normal end: nothing the child started outlives it
         _kill_group(proc.pid)
-        output = _drain(proc)
-    except BaseException:  # KeyboardInterrupt included: never leave the child running
-        _kill_group(proc.pid)
+        proc.stdout.close()
         proc.wait()
-        raise
-    text = output.decode("utf-8", errors="replace")[-MAX_OUTPUT_CHARS:]
-    returncode = None if timed_out else proc.returncode
     return ChildResult(
-        returncode=returncode,
-        signal_name=signal_name(proc.returncode),
+        returncode=None if timed_out else proc.returncode,
+        signal_name=None if timed_out else signal_name(proc.returncode),
         timed_out=timed_out,
-        output=text,
+        output=output.text(),
         records=read_records(records_path) if records_path else [],
         seconds=time.monotonic() - started,
     )
@@ -134,6 +136,46 @@ def run_harness(
         os.unlink(records_path)
 
 
+def _read_until_done(proc: subprocess.Popen, deadline: float, output: BoundedOutput) -> bool:
+    """Read the child's output into ``output`` until it is done; True when the deadline passed.
+
+    Done: the output ended and the child exited, or the child exited and whatever it left behind
+    still holds the output open after a grace period. The child is left unreaped (a zombie keeps
+    its process group id from being reused before the group is killed).
+    """
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        exited_at: float | None = None
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return True
+            if exited_at is None and _has_exited(proc.pid):
+                exited_at = now
+            if exited_at is not None and now - exited_at > EXIT_GRACE_SECONDS:
+                return False
+            if not selector.get_map():  # output closed: wait for the exit
+                time.sleep(min(POLL_SECONDS, deadline - now))
+                continue
+            if selector.select(min(POLL_SECONDS, deadline - now)):
+                chunk = os.read(proc.stdout.fileno(), READ_BYTES)
+                if chunk:
+                    output.add(chunk)
+                else:
+                    selector.unregister(proc.stdout)
+                    if exited_at is not None:
+                        return False
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether the child has exited, without reaping it."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -141,12 +183,40 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _drain(proc: subprocess.Popen) -> bytes:
-    """What the killed child had written; a grandchild outside the group cannot hold us forever."""
-    try:
-        output, _ = proc.communicate(timeout=KILL_GRACE_SECONDS)
-        return output or b""
-    except subprocess.TimeoutExpired:  # a process that left the group still holds the pipe open
-        proc.stdout.close()
-        proc.wait()
-        return b""
+class BoundedOutput:
+    """The first and last bytes of a stream of any length, in bounded memory."""
+
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES):
+        self.head_limit, self.tail_limit = head, tail
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > 2 * self.tail_limit:  # trim now and then, not on every chunk
+            del self.tail[: len(self.tail) - self.tail_limit]
+
+    def text(self) -> str:
+        tail = bytes(self.tail[-self.tail_limit :])
+        omitted = self.total - len(self.head) - len(tail)
+        marker = f"\n[xlacc: {omitted} bytes of output left out]\n" if omitted > 0 else ""
+        text = self.head.decode("utf-8", errors="replace") + marker + tail.decode("utf-8", errors="replace")
+        return cap_lines(text)
+
+
+def cap_lines(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """Every line at most ``limit`` characters: an overlong one keeps its two ends."""
+    if all(len(line) <= limit for line in text.splitlines()):
+        return text
+    half = limit // 2
+    lines = [
+        line if len(line) <= limit else f"{line[:half]} [... {len(line) - 2 * half} characters ...] {line[-half:]}"
+        for line in text.splitlines()
+    ]
+    return "\n".join(lines)

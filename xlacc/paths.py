@@ -1,0 +1,209 @@
+"""Every path xlacc writes: resolved and checked here, and written all at once or not at all.
+
+A path xlacc writes lies inside the place it was asked to write to (the project; for kernel files
+the current directory or the sources' own), reached without a symlink that leads out. It is never
+one of the sources, and an existing file is replaced only when it is a shared library (what a
+build writes), never a file the user wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from xlacc.errors import UsageError
+
+ELF_MAGIC = b"\x7fELF"
+ELF_TYPE_SHARED = 3  # ET_DYN: a shared object
+
+
+# -- checks ------------------------------------------------------------------------------------
+
+
+def real(path: Path | str) -> Path:
+    """``path`` made absolute with every symlink resolved (missing tail components kept)."""
+    return Path(os.path.realpath(path))
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Whether the resolved ``path`` is ``root`` or below it (both already resolved)."""
+    return path == root or root in path.parents
+
+
+def resolve_inside(path: Path, roots: Sequence[Path], origin: str) -> Path:
+    """``path`` resolved; a UsageError unless it lands inside one of ``roots``.
+
+    Resolving first means a symlink inside the project that leads out is refused like ``..``.
+    ``origin`` is the path as the user gave it, with where it came from (``-o 'k.cc'``).
+    """
+    resolved = real(path)
+    if not any(is_inside(resolved, real(root)) for root in roots):
+        places = " or ".join(str(root) for root in dict.fromkeys(roots))
+        raise UsageError(f"{origin} leads outside {places}: xlacc writes only there; nothing was written")
+    return resolved
+
+
+def is_shared_library(path: Path) -> bool:
+    """An ELF shared object: the only kind of existing file a build may replace."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(18)
+    except OSError:
+        return False
+    if len(header) < 18 or not header.startswith(ELF_MAGIC):
+        return False
+    byteorder = "little" if header[5] == 1 else "big"
+    return int.from_bytes(header[16:18], byteorder) == ELF_TYPE_SHARED
+
+
+def library_output(path: Path, *, roots: Sequence[Path], sources: Iterable[Path], origin: str) -> Path:
+    """Where a build may write its library: the resolved path, or a one-line UsageError.
+
+    ``origin`` is the path as the user gave it (``-o 'k.cc'``, ``demo/xlacc.toml: [build.output] 'k.cc'``).
+    """
+    resolved = resolve_inside(path, roots, origin)
+    if any(resolved == real(source) or _same_file(resolved, source) for source in sources):
+        raise UsageError(f"{origin} is one of the sources: the library would replace it; nothing was written")
+    if resolved.is_dir():
+        raise UsageError(f"{origin} is a directory: name the library file, such as build/libNAME.so")
+    if resolved.exists() and not is_shared_library(resolved):
+        raise UsageError(f"{origin} exists and is not a shared library: xlacc does not overwrite it; choose another path")
+    blocker = _file_in_the_way(resolved.parent)
+    if blocker is not None:
+        raise UsageError(f"{origin}: {blocker} is a file, not a directory; nothing was written")
+    return resolved
+
+
+def make_directory(directory: Path) -> None:
+    """Create ``directory`` (and its parents); a one-line UsageError when it cannot be."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(f"cannot create {directory}: a file of that name is in the way") from None
+    except OSError as exc:
+        raise UsageError(f"cannot create {directory}: {exc.strerror or exc}") from None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _file_in_the_way(directory: Path) -> Path | None:
+    """The nearest existing ancestor of ``directory`` (itself included) when it is not a directory."""
+    for candidate in (directory, *directory.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+# -- all-or-nothing writes ---------------------------------------------------------------------
+
+
+def write_all(root: Path, files: Mapping[str, bytes | str]) -> None:
+    """Write every file under ``root`` or none of them.
+
+    Each file goes to a temporary name beside its target; only when all are written are they
+    renamed into place. A failure (or Ctrl-C) puts back what had been replaced, removes the
+    temporaries and the directories made for them, and raises UsageError (KeyboardInterrupt is
+    re-raised). New files get the mode the umask allows; a replaced file keeps its mode.
+    """
+    targets = {target_path(root, relative): _as_bytes(data) for relative, data in files.items()}
+    made: list[Path] = []
+    temporaries: dict[Path, Path] = {}
+    backups: dict[Path, Path] = {}
+    renamed: list[Path] = []
+    target = Path(root)
+    try:
+        for target, data in targets.items():
+            made += _make_parents(target.parent)
+            temporaries[target] = _write_temporary(target, data)
+        for target in targets:
+            if target.exists():
+                backups[target] = _backup(target)
+        for target, temporary in temporaries.items():
+            os.replace(temporary, target)
+            renamed.append(target)
+    except BaseException as exc:
+        _roll_back(renamed, backups, temporaries, made)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {target}: {exc.strerror or exc}; nothing was written") from None
+        raise
+    for backup in backups.values():
+        backup.unlink(missing_ok=True)
+
+
+def target_path(root: Path, relative: str) -> Path:
+    """The absolute target of a project-relative path; refuses paths that leave ``root``."""
+    if Path(relative).is_absolute() or ".." in Path(relative).parts:
+        raise UsageError(f"{relative!r} is not a path inside {root}; nothing was written")
+    target = Path(os.path.abspath(root)) / relative
+    resolve_inside(target, [root], str(target))
+    if target.is_dir() and not target.is_symlink():
+        raise UsageError(f"{target} is a directory where xlacc writes a file; nothing was written (move it away first)")
+    blocker = _file_in_the_way(target.parent)
+    if blocker is not None:
+        raise UsageError(f"{blocker} is a file where xlacc needs a directory; nothing was written")
+    return target
+
+
+def _as_bytes(data: bytes | str) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else data
+
+
+def _make_parents(directory: Path) -> list[Path]:
+    """Create ``directory`` and missing parents; return those it created, outermost first."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    for created in reversed(missing):
+        created.mkdir()
+    return list(reversed(missing))
+
+
+def _sibling(target: Path, kind: str) -> Path:
+    return target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.{kind}")
+
+
+def _write_temporary(target: Path, data: bytes) -> Path:
+    temporary = _sibling(target, "tmp")
+    # 0o666 through open(2): the kernel applies the umask, as for any file a program creates.
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if target.exists():
+            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return temporary
+
+
+def _backup(target: Path) -> Path:
+    """A second name for the file about to be replaced (a hard link; a copy where links fail)."""
+    backup = _sibling(target, "bak")
+    try:
+        os.link(target, backup)
+    except OSError:
+        shutil.copy2(target, backup)
+    return backup
+
+
+def _roll_back(renamed: list[Path], backups: dict[Path, Path], temporaries: dict[Path, Path], made: list[Path]) -> None:
+    for target in reversed(renamed):
+        if target in backups:
+            os.replace(backups.pop(target), target)
+        else:
+            target.unlink(missing_ok=True)
+    for leftover in [*temporaries.values(), *backups.values()]:
+        leftover.unlink(missing_ok=True)
+    for directory in reversed(made):
+        try:
+            directory.rmdir()
+        except OSError:
+            pass
