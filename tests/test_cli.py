@@ -102,7 +102,7 @@ def test_bad_values_are_one_line_errors_not_tracebacks(args, fragment, tmp_path)
 
 # -- help pages a person reads without knowing Typer ----------------------------------------------
 
-COMMANDS = ("new", "build", "run-smoke", "doctor")
+COMMANDS = ("new", "update", "build", "run-smoke", "doctor")
 PYTHON_TYPES = ("<str>", "<int>", "<float>", "<path>", "<list", "<bool>", "{", "}", "paths...", "List[", "Optional[")
 
 

@@ -84,7 +84,7 @@ def set_output(project: Path, value: str) -> None:
     [
         ("kernel.cc", "is one of the sources"),
         ("xlacc.toml", "is not a shared library"),
-        ("reference.py", "is not a shared library"),
+        ("demo/reference.py", "is not a shared library"),
         ("../victim.txt", "leads outside"),
         ("/tmp/xlacc-hostile-absolute.so", "leads outside"),
         ("build", "is a directory"),
@@ -147,7 +147,7 @@ def test_new_files_get_the_mode_the_umask_allows(tmp_path):
     finally:
         os.umask(old)
     assert done.returncode == 0, done.stderr
-    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "shared").iterdir()}
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "shared").rglob("*") if p.is_file()}
     assert set(modes.values()) == {0o644}, modes
 
 
@@ -288,7 +288,7 @@ def test_interrupted_run_smoke_leaves_no_child(workspace, how, code, message):
     """The harness's child runs in its own session: Ctrl-C (or kill) reaches xlacc only, and xlacc ends it."""
     project = workspace / "demo"
     pid_file = workspace / "harness.pid"
-    reference = project / "reference.py"
+    reference = project / "demo" / "reference.py"
     reference.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n" + reference.read_text())
     process = start("run-smoke", "demo", "--framework", "jax", cwd=workspace)
     try:

@@ -8,6 +8,7 @@ entry points and GPU code are checked.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -203,10 +204,11 @@ def _spec_target(
         if not source.is_file():
             raise UsageError(f"{source}: no such file (a source of {root / spec_mod.SPEC_FILE}{_regenerate_hint(spec, source)})")
     if output is not None:  # -o: inside the project or where the user is
-        library = paths.library_output(output, roots=(root, Path.cwd()), sources=sources, origin=f"-o {str(output)!r}")
+        library = paths.library_output(output, roots=(root, Path.cwd()), sources=sources + (kernel,), origin=f"-o {str(output)!r}")
     else:
         origin = f"{spec.root / spec_mod.SPEC_FILE}: [build.output] {spec.build.output!r}" if spec.build.output else str(spec.library)
-        library = paths.library_output(spec.library, roots=(root,), sources=sources, origin=origin)
+        library = paths.library_output(spec.library, roots=(root,), sources=sources + (kernel,), origin=origin)
+    paths.check_directory(root / "build", f"{root / 'build'} (xlacc's build cache)")
     explicit = archs is not None and len(archs) > 0
     changes = spec.signature_changes()
     return Target(
@@ -589,8 +591,9 @@ class BuildCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, self.path)
-        except OSError:
-            temporary.unlink(missing_ok=True)  # a cache that cannot be written only costs a rebuild
+        except OSError:  # a cache that cannot be written only costs a rebuild
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
             return
         self._loaded = text
 

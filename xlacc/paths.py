@@ -72,10 +72,15 @@ def library_output(path: Path, *, roots: Sequence[Path], sources: Iterable[Path]
         raise UsageError(f"{origin} is a directory: name the library file, such as build/libNAME.so")
     if resolved.exists() and not is_shared_library(resolved):
         raise UsageError(f"{origin} exists and is not a shared library: xlacc does not overwrite it; choose another path")
-    blocker = _file_in_the_way(resolved.parent)
+    check_directory(resolved.parent, origin)
+    return resolved
+
+
+def check_directory(directory: Path, origin: str) -> None:
+    """A one-line UsageError when a file stands where ``directory`` (or one of its parents) must be."""
+    blocker = _file_in_the_way(directory)
     if blocker is not None:
         raise UsageError(f"{origin}: {blocker} is a file, not a directory; nothing was written")
-    return resolved
 
 
 def make_directory(directory: Path) -> None:
