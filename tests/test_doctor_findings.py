@@ -25,6 +25,7 @@ ISSUE_CODES = {
     "source": {"hardcoded-size", "stream-ignored", "unchecked-launch", "host-sync-in-handler", "ld-preload", "op-optimized-away"},
     "runtime": {"kernel-crash", "cuda-init-before-fork"},
     "project": {"spec-changed", "update-conflict", "template-stub-link"},
+    "transforms": {"custom-call-replicated", "sharding-rule-missing", "vmap-method-missing", "grad-undefined"},
 }
 
 

@@ -253,6 +253,8 @@ def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
             "grad": transforms.describe_grad(spec),
             "no_backward": transforms.no_backward_message(spec),
         },
+        "splits": {s.factor: (s.dims, s.result_dims) for s in transforms.splits(spec)},
+        "batched": transforms.folding_inputs(spec) or (),
     }
     files = {}
     for entry, path in files_for(spec):

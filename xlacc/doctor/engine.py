@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlacc.doctor.findings import BY_CODE, CATALOGUE, GROUPS
+from xlacc.doctor.rules import hlo_sharding
 from xlacc.doctor.section import Section
 from xlacc.errors import UsageError
 from xlacc.report import Check, Report
@@ -44,6 +45,7 @@ class _Inputs:
     specs: list = field(default_factory=list)  # Spec
     unbuilt: list[Path] = field(default_factory=list)
     empty: list[Path] = field(default_factory=list)  # directories with nothing doctor reads
+    dumps: list[Path] = field(default_factory=list)  # --xla_dump_to folders
 
 
 def run(request: DoctorRequest) -> Report:
@@ -64,6 +66,7 @@ def run(request: DoctorRequest) -> Report:
     sections += _source_sections(inputs)
     sections += [_project_section(spec) for spec in inputs.specs]
     sections += _library_sections(request, inputs)
+    sections += [_dump_section(directory) for directory in inputs.dumps]
     data: dict = {}
     notes: list[str] = []
     if request.log is not None:
@@ -171,6 +174,8 @@ def _gather_directory(directory: Path, inputs: _Inputs) -> None:
     from xlacc import spec as spec_module
     from xlacc.doctor.rules import source
 
+    if hlo_sharding.is_dump(directory):
+        inputs.dumps.append(directory)
     if (directory / spec_module.SPEC_FILE).is_file():
         spec = spec_module.load(directory)
         inputs.specs.append(spec)
@@ -183,7 +188,7 @@ def _gather_directory(directory: Path, inputs: _Inputs) -> None:
             found += 1
             if found >= MAX_FILES:
                 break
-    if not found and not inputs.specs:
+    if not found and not inputs.specs and directory not in inputs.dumps:
         inputs.empty.append(directory)
 
 
@@ -290,6 +295,12 @@ def _owning_spec(library: Path):
     return None
 
 
+def _dump_section(directory: Path) -> Section:
+    """The compiled modules of an --xla_dump_to folder: custom calls fed by all-gathers."""
+    modules = hlo_sharding.dump_modules(directory)
+    return Section(f"xla dump {directory}", f"{len(modules)} compiled modules", hlo_sharding.diagnose_dump(directory))
+
+
 def _log_section(log: str) -> Section:
     from xlacc.doctor.rules import text
 
@@ -305,8 +316,10 @@ def _log_section(log: str) -> Section:
 def _command_section(argv: list[str]) -> tuple[Section, dict, str]:
     from xlacc.doctor.rules import runtime
 
-    result = runtime.run(argv)
-    findings = runtime.diagnose_output(result.output, result.returncode)
+    env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated
+    with cleanup:
+        result = runtime.run(argv, env=env)
+        findings = runtime.diagnose_output(result.output, result.returncode) + hlo_sharding.diagnose_dump(dump)
     if result.returncode is None:
         ended = f"timed out after {result.seconds:.0f} s"
     elif result.signal_name:

@@ -74,11 +74,11 @@ def diagnose_output(text: str, returncode: int | None = None) -> list[Finding]:
     return findings
 
 
-def run(argv: list[str], timeout: float = COMMAND_TIMEOUT_S) -> CommandResult:
+def run(argv: list[str], timeout: float = COMMAND_TIMEOUT_S, env: dict[str, str] | None = None) -> CommandResult:
     """Run ``argv`` with stdout and stderr merged; a timeout is a result, a missing program is not."""
     start = time.monotonic()
     try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, env=env)
         output, returncode = done.stdout, done.returncode
     except FileNotFoundError:
         raise UsageError(f"cannot run {argv[0]!r}: no such program") from None
