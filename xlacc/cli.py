@@ -155,9 +155,10 @@ def run_smoke(
     atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance (default: by dtype)."),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds the child process may run."),
     bench: bool = typer.Option(False, "--bench", help="Also time the custom call against XLA's own op."),
+    devices: Optional[int] = typer.Option(None, "--devices", help="Shard over N devices (default: every GPU when there are several)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Run the custom call in a child process: registration, lowering, numerics, speed."""
+    """Run the custom call in a child process: registration, lowering, numerics, vmap, grad, sharding, speed."""
     from xlacc import smoke
 
     report = smoke.run(
@@ -170,6 +171,7 @@ def run_smoke(
             atol=atol,
             timeout=timeout,
             bench=bench,
+            devices=devices,
         )
     )
     raise typer.Exit(emit(report, as_json))

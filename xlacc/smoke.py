@@ -13,6 +13,7 @@ torch-xla on a torch_xla without a CUDA device (2.9 from PyPI: lowering checked,
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ class SmokeRequest:
     atol: float | None
     timeout: float
     bench: bool
+    devices: int | None = None  # shard over N devices; None: every GPU when there are several
 
 
 def run(request: SmokeRequest) -> Report:
@@ -76,6 +78,8 @@ def select_frameworks(spec: spec_mod.Spec, requested: str | None) -> list[str]:
 def validate(request: SmokeRequest) -> None:
     if request.sizes is not None and (not request.sizes or any(size < 1 for size in request.sizes)):
         raise UsageError(f"--sizes must be positive element counts, got {request.sizes}")
+    if request.devices is not None and request.devices < 1:
+        raise UsageError(f"--devices must be at least 1, got {request.devices}")
     if request.timeout <= 0:
         raise UsageError(f"--timeout must be positive seconds, got {request.timeout}")
     for flag, value in (("--rtol", request.rtol), ("--atol", request.atol)):
@@ -145,12 +149,23 @@ def harness_args(spec: spec_mod.Spec, request: SmokeRequest) -> list[str]:
             args += [flag, repr(value)]
     if request.bench:
         args.append("--bench")
+    if request.devices:
+        args += ["--devices", str(request.devices)]
     return args
+
+
+def child_env(spec: spec_mod.Spec, request: SmokeRequest) -> dict[str, str]:
+    """A cpu project sharded over N devices gets N host devices (XLA's flag, as CI uses)."""
+    env = dict(CHILD_ENV)
+    if spec.platform == "cpu" and request.devices and request.devices > 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={request.devices}".strip()
+    return env
 
 
 def run_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest, report: Report, prefixed: bool) -> int | None:
     """Run one harness and fold its records into ``report``; returns the harness's exit code."""
-    result = run_harness(HARNESSES[framework], harness_args(spec, request), request.timeout, cwd=spec.root, env=CHILD_ENV)
+    result = run_harness(HARNESSES[framework], harness_args(spec, request), request.timeout, cwd=spec.root, env=child_env(spec, request))
     prefix = f"{framework}: " if prefixed else ""
     found = absorb_records(result, framework, report, prefix)
     ended_normally = result.finished and result.returncode in HARNESS_EXITS
