@@ -716,10 +716,10 @@ class _Reader:
             return None
         rule = self.string(table, "sharding.rule", default="")
         try:
-            sharding_rules.parse(rule)
+            text = sharding_rules.parse(rule).text  # normalised: names, "...", "(", ")", ",", "->" and single spaces
         except sharding_rules.RuleError as exc:
             raise self.fail("sharding.rule", str(exc)) from None
-        return Sharding(rule, self.strings(table, "sharding.whole"))
+        return Sharding(text, self.strings(table, "sharding.whole"))
 
     def backward(self, table: dict, inputs: tuple[Tensor, ...]) -> Backward | None:
         if not table:
