@@ -557,7 +557,7 @@ def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
         build=reader.build(reader.table(raw, "build")),
         reference=reader.string(op, "op.reference", default=""),
         sharding=reader.sharding(reader.table(raw, "sharding")),
-        backward=reader.backward(reader.table(raw, "backward"), inputs),
+        backward=reader.backward(reader.table(raw, "backward"), inputs) if "backward" in raw else None,
         generated=reader.generated(raw),
         root=spec_path.parent,
     )
@@ -721,9 +721,7 @@ class _Reader:
             raise self.fail("sharding.rule", str(exc)) from None
         return Sharding(text, self.strings(table, "sharding.whole"))
 
-    def backward(self, table: dict, inputs: tuple[Tensor, ...]) -> Backward | None:
-        if not table:
-            return None
+    def backward(self, table: dict, inputs: tuple[Tensor, ...]) -> Backward:
         kind = self.choice(table, "backward.kind", BACKWARD_KINDS, default="kernel")
         floating = [t.name for t in inputs if not any(d.startswith("i") for d in t.dtypes)]
         grads = self.strings(table, "backward.grads") if "grads" in table else tuple(floating)
@@ -780,8 +778,8 @@ class _Reader:
             raise self.fail("outputs", "a result with a dtype list needs an input with the same list to take its type from")
         if ":" in spec.reference and not spec.reference.partition(":")[2].isidentifier():
             raise self.fail("op.reference", f"{spec.reference!r}: use FILE.py:FUNCTION")
+        self.check_sharding(spec)  # first: the targets' rules are derived from it
         self.check_backward(spec, names)
-        self.check_sharding(spec)
 
     def check_backward(self, spec: Spec, names: list[str]) -> None:
         if spec.backward and spec.backward.kind == "reference" and spec.reference_module is None:
