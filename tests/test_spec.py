@@ -304,7 +304,7 @@ def test_projects_without_the_new_tables_keep_their_signature_digest(tmp_path):
         ('[backward]\nkind = "magic"', "backward.kind", "'magic' is not allowed"),
         ('[backward]\ngrads = ["eps"]', "backward.grads", "'eps' is not a floating-point input"),
         ('[backward]\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "x[1:]"', "backward.saved[0].shape", "its leading dims"),
-        ('[backward]\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "y"', "backward.saved[0].shape", "'y' is not an input"),
+        ('[sharding]\nrule = "..., c -> ..."\n[backward]\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "y"', "backward.saved[0].shape", "'y' is not an input"),
         ('[backward]\n[[backward.saved]]\nname = "out"\ndtype = "f32"\nshape = "x"', "backward.saved[0].name", "already an operand"),
         ('[backward]\nkind = "reference"\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "x"', "backward.saved", "only a kernel"),
         ('[sharding]\nrule = "..., c -> ..."\n[backward]\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "x[:-1]"',

@@ -778,17 +778,20 @@ class _Reader:
             raise self.fail("outputs", "a result with a dtype list needs an input with the same list to take its type from")
         if ":" in spec.reference and not spec.reference.partition(":")[2].isidentifier():
             raise self.fail("op.reference", f"{spec.reference!r}: use FILE.py:FUNCTION")
-        self.check_sharding(spec)  # first: the targets' rules are derived from it
+        self.check_saved(spec, names)
+        self.check_sharding(spec)  # before the backward: its target's rule is derived from this one
         self.check_backward(spec, names)
 
-    def check_backward(self, spec: Spec, names: list[str]) -> None:
-        if spec.backward and spec.backward.kind == "reference" and spec.reference_module is None:
-            raise self.fail("backward.kind", f"\"reference\" differentiates the reference, which must be a module of the package {spec.package}/")
+    def check_saved(self, spec: Spec, names: list[str]) -> None:
         for i, t in enumerate(spec.saved):
             if t.like not in [i.name for i in spec.inputs]:
                 raise self.fail(f"backward.saved[{i}].shape", f"{t.like!r} is not an input")
             if t.name in names:
                 raise self.fail(f"backward.saved[{i}].name", f"{t.name!r} is already an operand, result or attribute")
+
+    def check_backward(self, spec: Spec, names: list[str]) -> None:
+        if spec.backward and spec.backward.kind == "reference" and spec.reference_module is None:
+            raise self.fail("backward.kind", f"\"reference\" differentiates the reference, which must be a module of the package {spec.package}/")
         if spec.backward_call:
             taken = set(names) | {t.name for t in spec.saved}
             clash = next((t.name for t in spec.backward_call.inputs + spec.backward_call.outputs if t.name.startswith(GRAD_PREFIX) and t.name in taken), None)
