@@ -110,7 +110,7 @@ def test_each_free_factor_splits_and_a_whole_one_is_refused(tmp_path, template, 
 def test_op_without_a_sharding_rule_is_gathered_and_diagnosed(tmp_path):
     project = new_project(tmp_path, "gathered")
     spec_file = project / "xlacc.toml"
-    spec_file.write_text(re.sub(r"# How the op may be split.*?\nwhole = \[[^\]]*\]\n", "", spec_file.read_text(), flags=re.S))
+    spec_file.write_text(re.sub(r"# How the op may be split.*?\nwhole = \[[^\]]*\]\n", "", spec_file.read_text(), flags=re.DOTALL))
     from xlacc import update
 
     assert not update.run(update.UpdateRequest(project)).failed

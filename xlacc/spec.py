@@ -298,18 +298,18 @@ class Spec:
     generated: Generated | None = field(default=None, compare=False)
     root: Path = field(default=Path("."), compare=False)
 
-    # -- derived names --------------------------------------------------------------------------
+    # -- derived names (the op's own target; spec.calls holds the backward's too) ----------------
     @property
     def ffi_symbol(self) -> str:
-        return f"xlacc_{self.name}_ffi"
+        return self.forward.ffi_symbol
 
     @property
     def legacy_symbol(self) -> str:
-        return f"xlacc_{self.name}_legacy"
+        return self.forward.legacy_symbol
 
     @property
     def last_error_symbol(self) -> str:
-        return f"xlacc_{self.name}_last_error"
+        return self.forward.last_error_symbol
 
     @property
     def needs_ffi(self) -> bool:

@@ -80,7 +80,6 @@ def shard_map_example(spec: Spec) -> str:
     rule = spec.sharding.parsed if spec.sharding else None
     folds = rule.folds(rule.operands) if rule and rule.fold_factor else (True,) * len(spec.inputs)
     result_folds = rule.folds(rule.results) if rule and rule.fold_factor else (True,) * len(spec.outputs)
-    spec_of = {True: 'P("d")', False: "P()"}
     attrs = "".join(f", {a.name}={a.default if a.default is not None else '...'}" for a in spec.attrs)
     call = f"functools.partial({spec.name}{attrs})" if spec.attrs else spec.name
     return f"jax.shard_map({call}, mesh=mesh, in_specs={_specs(folds)}, out_specs={_specs(result_folds, single=True)})"

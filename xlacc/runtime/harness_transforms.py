@@ -234,7 +234,7 @@ class TransformChecks:
             return
         position, dim, factor = place
         dims = tuple(dim if i == position else None for i in range(len(self.spec.inputs)))
-        _, operands, sharded, attrs = self.sharded_case(transforms.Split(factor, dims, ()), devices, self.largest_size())
+        _, _, sharded, attrs = self.sharded_case(transforms.Split(factor, dims, ()), devices, self.largest_size())
         name = f"split {self.spec.inputs[position].name} dim {dim} ({factor})"
         try:
             jax.block_until_ready(jax.jit(self.h.op(attrs))(*sharded))
