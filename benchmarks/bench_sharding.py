@@ -1,0 +1,219 @@
+"""Benchmarks of the generated ops sharded over several GPUs, under vmap and under grad (issue 12).
+
+Runs on a machine with two or more NVIDIA GPUs and jax with CUDA, from the repository root:
+
+    PYTHONPATH=. python3 benchmarks/bench_sharding.py --workdir DIR --out results.json
+
+Projects are generated and built with xlacc (`xlacc new`, `xlacc build`; an existing build in
+--workdir is used as it is). Every time is a median of interleaved samples taken in one process:
+
+- sharded: 64M f32 add and [8192, 8192] rms norm (f32, bf16) split over the GPUs along their
+  first dim, against XLA's own op on the same sharded inputs, with the collectives the compiled
+  HLO of each holds; paged attention at 64 sequences x 2048 tokens (32/8 heads, head 128, bf16,
+  block 16) split over sequences against the same call on one GPU;
+- vmap: the add and rms-norm ops vmapped over a batch of 8, against one call on the same total
+  size, with the number of custom calls and loops in the compiled HLO;
+- grad: jax.test_util.check_grads of add and rms-norm on one GPU and sharded, against the reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_gpu import environment, interleaved, load_module, xlacc  # noqa: E402
+
+COLLECTIVE = re.compile(r"\b(all-gather|all-reduce|all-to-all|collective-permute|reduce-scatter)(?:-start)?\(")
+GOALS = {"add": 0.95, "rms": 0.95, "paged_scaling": 1.8, "vmap": 1.05}
+VMAP_BATCH = 8
+
+
+PLATFORM = "cuda"  # "cpu" runs the same code on host devices (XLA_FLAGS=--xla_force_host_platform_device_count=2)
+
+
+def project(workdir: Path, name: str, template: str, dtype: str):
+    """The op of a jax-only project, generated and built once."""
+    if not (workdir / name / "xlacc.toml").is_file():
+        xlacc("new", name, "--template", template, "--platform", PLATFORM, "--framework", "jax", "--dtype", dtype, cwd=workdir)
+    if not (workdir / name / name / f"lib{name}.so").is_file():
+        xlacc("build", name, cwd=workdir)
+    module = load_module(workdir / name, "jax")
+    module.register()
+    return getattr(module, name), load_module(workdir / name, "reference")
+
+
+def collectives(fn, *args) -> list[str]:
+    return sorted({m.group(1) for m in COLLECTIVE.finditer(fn.lower(*args).compile().as_text())})
+
+
+def put(mesh, array, *spec):
+    import jax
+
+    return jax.device_put(array, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(*spec)))
+
+
+def row(bench: str, times: dict[str, float], baseline: str, **extra) -> dict:
+    return {"bench": bench, "us": {k: t * 1e6 for k, t in times.items()}, "speed vs " + baseline: {k: times[baseline] / t for k, t in times.items()}, **extra}
+
+
+# -- sharded ------------------------------------------------------------------------------------
+
+
+def bench_sharded_add(workdir: Path, mesh, n: int = 64 * 1024 * 1024) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    op, _ = project(workdir, "add_f32", "add", "f32")
+    x = put(mesh, jax.random.normal(jax.random.key(0), (n,), jnp.float32), "d")
+    y = put(mesh, jax.random.normal(jax.random.key(1), (n,), jnp.float32), "d")
+    custom, native = jax.jit(op), jax.jit(lambda a, b: a + b)
+    out = custom(x, y)
+    exact = bool(jnp.array_equal(out, native(x, y)))
+    times = interleaved({"xla add": native, "add template": custom}, x, y)
+    return row(
+        f"{n // 2**20}M f32 add split over {mesh.size} GPUs", times, "xla add",
+        collectives={"add template": collectives(custom, x, y), "xla add": collectives(native, x, y)},
+        output_sharding=str(out.sharding.spec), exact=exact, goal=GOALS["add"],
+    )  # fmt: skip
+
+
+def bench_sharded_rms(workdir: Path, mesh, dtype: str, size: int = 8192) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    op, reference = project(workdir, f"rms_{dtype}", "rms-norm", dtype)
+    jdtype = {"f32": jnp.float32, "bf16": jnp.bfloat16}[dtype]
+    x = put(mesh, jax.random.normal(jax.random.key(2), (size, size), jnp.float32).astype(jdtype), "d", None)
+    w = put(mesh, jax.random.normal(jax.random.key(3), (size,), jnp.float32).astype(jdtype))
+    custom = jax.jit(lambda a, b: op(a, b, eps=1e-6))
+    native = jax.jit(lambda a, b: reference.reference(a, b, eps=1e-6, xp=jnp))
+    out = custom(x, w)
+    err = float(jnp.max(jnp.abs(out.astype(jnp.float32) - native(x, w).astype(jnp.float32))))
+    times = interleaved({"xla fused rms norm": native, "rms-norm template": custom}, x, w)
+    return row(
+        f"rms norm [{size}, {size}] {dtype} split over {mesh.size} GPUs by rows", times, "xla fused rms norm",
+        collectives={"rms-norm template": collectives(custom, x, w), "xla fused rms norm": collectives(native, x, w)},
+        output_sharding=str(out.sharding.spec), max_abs_diff=err, goal=GOALS["rms"],
+    )  # fmt: skip
+
+
+def bench_sharded_paged_attention(workdir: Path, mesh, seqs: int = 64, tokens: int = 2048) -> dict:
+    import jax
+    import numpy as np
+
+    op, reference = project(workdir, "decode_bf16", "paged-attention", "bf16")
+    operands, attrs = reference.make_inputs(np.random.default_rng(0), "bf16", [tokens] * seqs, num_heads=32, num_kv_heads=8, head_size=128, block_size=16)
+    query, key_cache, value_cache, tables, lens = operands
+    device = mesh.devices.flat[0]
+    one = [jax.device_put(a, device) for a in operands]
+    split = [put(mesh, query, "d"), put(mesh, key_cache), put(mesh, value_cache), put(mesh, tables, "d"), put(mesh, lens, "d")]
+    call = jax.jit(functools.partial(op, **attrs))
+    same = bool(np.array_equal(np.asarray(call(*one)), np.asarray(call(*split))))
+    times = interleaved({"one GPU": lambda *a: call(*a[:5]), f"{mesh.size} GPUs": lambda *a: call(*a[5:])}, *one, *split)
+    return row(
+        f"paged attention {seqs} x {tokens}, bf16, split over {mesh.size} GPUs by sequence", times, "one GPU",
+        collectives=collectives(call, *split), same_as_one_gpu=same, goal=GOALS["paged_scaling"],
+    )  # fmt: skip
+
+
+# -- vmap and grad ------------------------------------------------------------------------------
+
+
+def bench_vmap(workdir: Path, n: int = 64 * 1024 * 1024, size: int = 8192) -> list[dict]:
+    import jax
+    import jax.numpy as jnp
+
+    add, _ = project(workdir, "add_f32", "add", "f32")
+    rms, _ = project(workdir, "rms_f32", "rms-norm", "f32")
+    x, y = (jax.random.normal(jax.random.key(k), (n,), jnp.float32) for k in (4, 5))
+    a = jax.random.normal(jax.random.key(6), (size, size), jnp.float32)
+    w = jax.random.normal(jax.random.key(7), (size,), jnp.float32)
+    cases = [
+        (f"{n // 2**20}M f32 add", jax.jit(add), jax.jit(jax.vmap(add)), (x, y), (x.reshape(VMAP_BATCH, -1), y.reshape(VMAP_BATCH, -1))),
+        (
+            f"rms norm [{size}, {size}] f32",
+            jax.jit(lambda p, q: rms(p, q)),
+            jax.jit(jax.vmap(lambda p, q: rms(p, q), in_axes=(0, None))),
+            (a, w),
+            (a.reshape(VMAP_BATCH, -1, size), w),
+        ),
+    ]
+    rows = []
+    for name, single, batched, args, batched_args in cases:
+        compiled = batched.lower(*batched_args).compile().as_text()
+        launches = len(re.findall(r"custom-call\(", compiled))
+        loops = len(re.findall(r"\bwhile\(", compiled))
+        times = interleaved({"unbatched": lambda *z: single(*z[: len(args)]), f"vmap over {VMAP_BATCH}": lambda *z: batched(*z[len(args) :])}, *args, *batched_args)
+        rows.append(row(f"vmap: {name}", times, "unbatched", custom_calls=launches, loops=loops, goal_time_ratio=GOALS["vmap"]))
+    return rows
+
+
+def check_grads(workdir: Path, mesh) -> list[dict]:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.test_util import check_grads as jax_check_grads
+
+    rows = []
+    for name, template, shapes in (("add_f32", "add", [(4098,), (4098,)]), ("rms_f32", "rms-norm", [(512, 1000), (1000,)])):
+        op, reference = project(workdir, name, template, "f32")
+        rng = np.random.default_rng(8)
+        args = [jnp.asarray(rng.standard_normal(s, dtype=np.float32)) for s in shapes]
+        jax_check_grads(op, args, order=1, modes=("rev",), eps=1e-3)
+        cotangent = jnp.asarray(rng.standard_normal(shapes[0], dtype=np.float32))
+        got = jax.vjp(op, *args)[1](cotangent)
+        want = jax.vjp(lambda *a: reference.reference(*a, xp=jnp), *args)[1](cotangent)
+        split = [put(mesh, args[0], "d", *([None] * (len(shapes[0]) - 1)))] + [put(mesh, a) for a in args[1:]]
+        sharded = jax.jit(lambda *a: jax.vjp(op, *a)[1](put(mesh, cotangent, "d", *([None] * (len(shapes[0]) - 1)))))(*split)
+        rows.append(
+            {
+                "bench": f"grad: {template}",
+                "check_grads": "passed",
+                "max abs diff vs reference vjp": max(float(jnp.max(jnp.abs(g - r))) for g, r in zip(got, want)),
+                f"max abs diff sharded over {mesh.size} GPUs": max(float(jnp.max(jnp.abs(g - r))) for g, r in zip(sharded, want)),
+            }
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="where to write the JSON")
+    parser.add_argument("--workdir", type=Path, help="where the projects are generated and built (default: a temporary folder)")
+    args = parser.parse_args()
+    import jax
+    import numpy as np
+
+    gpus = jax.devices("gpu" if PLATFORM == "cuda" else "cpu")
+    if len(gpus) < 2:
+        raise SystemExit(f"needs two or more GPUs; jax sees {len(gpus)}")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="xlacc-sharding-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    mesh = jax.sharding.Mesh(np.array(gpus), ("d",))
+    results = {"environment": environment(), "rows": []}
+    for bench in (
+        lambda: bench_sharded_add(workdir, mesh),
+        lambda: bench_sharded_rms(workdir, mesh, "f32"),
+        lambda: bench_sharded_rms(workdir, mesh, "bf16"),
+        lambda: bench_sharded_paged_attention(workdir, mesh),
+        lambda: bench_vmap(workdir),
+        lambda: check_grads(workdir, mesh),
+    ):
+        produced = bench()
+        for item in produced if isinstance(produced, list) else [produced]:
+            results["rows"].append(item)
+            print(json.dumps(item), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
