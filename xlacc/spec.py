@@ -723,7 +723,7 @@ class _Reader:
 
     def backward(self, table: dict, inputs: tuple[Tensor, ...]) -> Backward:
         kind = self.choice(table, "backward.kind", BACKWARD_KINDS, default="kernel")
-        floating = [t.name for t in inputs if not any(d.startswith("i") for d in t.dtypes)]
+        floating = [t.name for t in inputs if any(d.startswith(("f", "bf")) for d in t.dtypes)]
         grads = self.strings(table, "backward.grads") if "grads" in table else tuple(floating)
         bad = next((g for g in grads if g not in floating), None)
         if bad is not None:
