@@ -67,6 +67,21 @@ def row(bench: str, times: dict[str, float], baseline: str, **extra) -> dict:
 # -- sharded ------------------------------------------------------------------------------------
 
 
+def against_xla(bench: str, ours: tuple[str, object], xla: tuple[str, object], args: tuple, goal: float) -> dict:
+    """Our op against XLA's own on the same sharded inputs: times, collectives, output sharding, difference."""
+    import jax.numpy as jnp
+
+    (our_name, custom), (xla_name, native) = ours, xla
+    out = custom(*args)
+    diff = float(jnp.max(jnp.abs(out.astype(jnp.float32) - native(*args).astype(jnp.float32))))
+    times = interleaved({xla_name: native, our_name: custom}, *args)
+    return row(
+        bench, times, xla_name,
+        collectives={our_name: collectives(custom, *args), xla_name: collectives(native, *args)},
+        output_sharding=str(out.sharding.spec), max_abs_diff=diff, goal=goal,
+    )  # fmt: skip
+
+
 def bench_sharded_add(workdir: Path, mesh, n: int = 64 * 1024 * 1024) -> dict:
     import jax
     import jax.numpy as jnp
@@ -74,15 +89,8 @@ def bench_sharded_add(workdir: Path, mesh, n: int = 64 * 1024 * 1024) -> dict:
     op, _ = project(workdir, "add_f32", "add", "f32")
     x = put(mesh, jax.random.normal(jax.random.key(0), (n,), jnp.float32), "d")
     y = put(mesh, jax.random.normal(jax.random.key(1), (n,), jnp.float32), "d")
-    custom, native = jax.jit(op), jax.jit(lambda a, b: a + b)
-    out = custom(x, y)
-    exact = bool(jnp.array_equal(out, native(x, y)))
-    times = interleaved({"xla add": native, "add template": custom}, x, y)
-    return row(
-        f"{n // 2**20}M f32 add split over {mesh.size} GPUs", times, "xla add",
-        collectives={"add template": collectives(custom, x, y), "xla add": collectives(native, x, y)},
-        output_sharding=str(out.sharding.spec), exact=exact, goal=GOALS["add"],
-    )  # fmt: skip
+    ours, xla = ("add template", jax.jit(op)), ("xla add", jax.jit(lambda a, b: a + b))
+    return against_xla(f"{n // 2**20}M f32 add split over {mesh.size} GPUs", ours, xla, (x, y), GOALS["add"])
 
 
 def bench_sharded_rms(workdir: Path, mesh, dtype: str, size: int = 8192) -> dict:
@@ -93,16 +101,9 @@ def bench_sharded_rms(workdir: Path, mesh, dtype: str, size: int = 8192) -> dict
     jdtype = {"f32": jnp.float32, "bf16": jnp.bfloat16}[dtype]
     x = put(mesh, jax.random.normal(jax.random.key(2), (size, size), jnp.float32).astype(jdtype), "d", None)
     w = put(mesh, jax.random.normal(jax.random.key(3), (size,), jnp.float32).astype(jdtype))
-    custom = jax.jit(lambda a, b: op(a, b, eps=1e-6))
-    native = jax.jit(lambda a, b: reference.reference(a, b, eps=1e-6, xp=jnp))
-    out = custom(x, w)
-    err = float(jnp.max(jnp.abs(out.astype(jnp.float32) - native(x, w).astype(jnp.float32))))
-    times = interleaved({"xla fused rms norm": native, "rms-norm template": custom}, x, w)
-    return row(
-        f"rms norm [{size}, {size}] {dtype} split over {mesh.size} GPUs by rows", times, "xla fused rms norm",
-        collectives={"rms-norm template": collectives(custom, x, w), "xla fused rms norm": collectives(native, x, w)},
-        output_sharding=str(out.sharding.spec), max_abs_diff=err, goal=GOALS["rms"],
-    )  # fmt: skip
+    ours = ("rms-norm template", jax.jit(lambda a, b: op(a, b, eps=1e-6)))
+    xla = ("xla fused rms norm", jax.jit(lambda a, b: reference.reference(a, b, eps=1e-6, xp=jnp)))
+    return against_xla(f"rms norm [{size}, {size}] {dtype} split over {mesh.size} GPUs by rows", ours, xla, (x, w), GOALS["rms"])
 
 
 def bench_sharded_paged_attention(workdir: Path, mesh, seqs: int = 64, tokens: int = 2048, steps: int = 20) -> dict:
@@ -168,7 +169,10 @@ def bench_vmap(workdir: Path, n: int = 64 * 1024 * 1024, size: int = 8192) -> li
         compiled = batched.lower(*batched_args).compile().as_text()
         launches = len(re.findall(r"custom-call\(", compiled))
         loops = len(re.findall(r"\bwhile\(", compiled))
-        times = interleaved({"unbatched": lambda *z: single(*z[: len(args)]), f"vmap over {VMAP_BATCH}": lambda *z: batched(*z[len(args) :])}, *args, *batched_args)
+        k = len(args)
+        times = interleaved(
+            {"unbatched": lambda *z, f=single, k=k: f(*z[:k]), f"vmap over {VMAP_BATCH}": lambda *z, f=batched, k=k: f(*z[k:])}, *args, *batched_args
+        )
         rows.append(row(f"vmap: {name}", times, "unbatched", custom_calls=launches, loops=loops, goal_time_ratio=GOALS["vmap"]))
     return rows
 
@@ -187,9 +191,11 @@ def check_grads(workdir: Path, mesh) -> list[dict]:
         jax_check_grads(op, args, order=1, modes=("rev",), eps=1e-3)
         cotangent = jnp.asarray(rng.standard_normal(shapes[0], dtype=np.float32))
         got = jax.vjp(op, *args)[1](cotangent)
-        want = jax.vjp(lambda *a: reference.reference(*a, xp=jnp), *args)[1](cotangent)
-        split = [put(mesh, args[0], "d", *([None] * (len(shapes[0]) - 1)))] + [put(mesh, a) for a in args[1:]]
-        sharded = jax.jit(lambda *a: jax.vjp(op, *a)[1](put(mesh, cotangent, "d", *([None] * (len(shapes[0]) - 1)))))(*split)
+        want = jax.vjp(functools.partial(reference.reference, xp=jnp), *args)[1](cotangent)
+        rows_split = ("d", *([None] * (len(shapes[0]) - 1)))
+        split = [put(mesh, args[0], *rows_split)] + [put(mesh, a) for a in args[1:]]
+        split_cotangent = put(mesh, cotangent, *rows_split)
+        sharded = jax.jit(lambda *a, f=op, c=split_cotangent: jax.vjp(f, *a)[1](c))(*split)
         rows.append(
             {
                 "bench": f"grad: {template}",
