@@ -29,6 +29,7 @@ ISSUE_CODES = {
                "buffer-order", "opaque-unchecked", "exception-escapes"},
     "runtime": {"kernel-crash", "cuda-init-before-fork"},
     "project": {"spec-changed", "update-conflict", "template-stub-link"},
+    "transforms": {"custom-call-replicated", "sharding-rule-missing", "vmap-method-missing", "grad-undefined"},
 }
 # Codes only `xlacc build` gives: its own tests show them (tests/test_build.py).
 BUILD_CODES = ISSUE_CODES["build"]

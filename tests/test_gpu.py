@@ -78,6 +78,27 @@ def test_legacy_entry_registered_as_typed_ffi_crash_is_diagnosed(tmp_path):
     assert smoke.returncode == 1 and codes(report) & {"kernel-crash", "api-version-mismatch"}, smoke.stdout
 
 
+def visible_gpus() -> int:
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+@pytest.mark.parametrize("template", ["add", "rms-norm", "paged-attention"])
+def test_sharded_vmapped_and_differentiated_on_every_gpu(tmp_path, template):
+    """run-smoke shards over every visible GPU by default: each free factor runs once per shard."""
+    if visible_gpus() < 2:
+        pytest.skip("needs two or more GPUs (the nvidia-h200-x2 machine)")
+    project = new_cuda_project(tmp_path, "op", template)
+    smoke = xlacc("run-smoke", "--json", "--sizes", "1,1000003", cwd=project)
+    report = json.loads(smoke.stdout)
+    by_name = {c["name"]: c for c in report["checks"]}
+    assert smoke.returncode == 0, json.dumps(report, indent=1)
+    sharded = [c for name, c in by_name.items() if name.startswith("sharded along")]
+    assert sharded and all(c["ok"] for c in sharded) and all("no collective" in c["detail"] for c in sharded)
+    assert by_name["vmap"]["ok"] is True and "one launch" in by_name["vmap"]["detail"]
+    assert by_name["grad"]["ok"] is (None if template == "paged-attention" else True), by_name["grad"]
+
+
 WRAP_KERNELS = REPO / "tests" / "artifacts" / "wrap"
 NOTE_000 = REPO / "tests" / "artifacts" / "doctor" / "sources" / "seed000_minimal_xla_custom_call.cu"
 

@@ -29,8 +29,8 @@ def project_files(project):
 @pytest.mark.parametrize(
     "platform, frameworks, expected",
     [
-        ("cuda", ["jax", "torch-xla"], {"kernel.cu", "myop/_entry_points.cu", "myop/jax.py", "myop/torch.py"}),
-        ("cpu", ["jax"], {"kernel.cc", "myop/_entry_points.cc", "myop/jax.py"}),
+        ("cuda", ["jax", "torch-xla"], {"kernel.cu", "myop/_entry_points.cu", "myop/jax.py", "myop/_jax_transforms.py", "myop/torch.py"}),
+        ("cpu", ["jax"], {"kernel.cc", "myop/_entry_points.cc", "myop/jax.py", "myop/_jax_transforms.py"}),
         ("cuda", ["torch-xla"], {"kernel.cu", "myop/_entry_points.cu", "myop/torch.py"}),
     ],
 )

@@ -45,7 +45,11 @@ def test_generated_cpu_project_passes_through_jax(tmp_path, template, api):
     assert payload["sizes"] == [1, 10_007, 1 << 20]
     sizes_run = {int(re.match(r"numerics n=(\d+)", c["name"])[1]) for c in numerics_checks(payload)}
     assert sizes_run == {1, 10_007, 1 << 20}
-    assert all(c["ok"] is True for c in payload["checks"]), payload["checks"]
+    # Templates without [backward] say that grad is not defined (ok None); every other check passes.
+    grad = by_name.pop("grad")
+    assert all(c["ok"] is True for c in by_name.values()), payload["checks"]
+    assert grad["ok"] is (True if template in ("add", "rms-norm") else None), grad
+    assert by_name["vmap"]["ok"] is True and "one launch" in by_name["vmap"]["detail"]
     assert all("max abs err" in c["detail"] for c in numerics_checks(payload))
     assert payload["seed"] == 0 and payload["diagnosis"] == [] and payload["bench"] == {}
 
@@ -71,6 +75,50 @@ def test_bench_times_custom_call_and_xla_in_one_run(tmp_path):
     assert bench["ratio"] == pytest.approx(bench["native_us"] / bench["custom_us"])
     assert bench["custom_gbps"] == pytest.approx(bench["bytes"] / bench["custom_us"] / 1e3)
     assert "x XLA's speed" in checks(payload)["bench"]["detail"]
+
+
+# -- sharded over host devices (XLA_FLAGS=--xla_force_host_platform_device_count, as on several GPUs) --
+
+
+def test_add_sharded_over_two_host_devices_runs_once_per_shard_and_benches(tmp_path):
+    project = new_project(tmp_path, "sharded_add")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--devices", "2", "--sizes", "1,65536", "--bench")
+    assert code == EXIT_OK, payload
+    by_name = checks(payload)
+    sharded = by_name["sharded along leading dims over 2 devices"]
+    assert sharded["ok"] is True and "no collective" in sharded["detail"] and "x[65536], y[65536]" in sharded["detail"]
+    assert by_name["grad"]["ok"] is True and "check_grads" in by_name["grad"]["detail"]
+    assert payload["bench_sharded"]["devices"] == 2 and payload["bench_sharded"]["custom_us"] > 0
+    assert payload["bench_sharded"]["ratio"] == pytest.approx(payload["bench_sharded"]["native_us"] / payload["bench_sharded"]["custom_us"])
+    assert payload["bench_vmap"]["batch"] == 8 and payload["bench_vmap"]["vmap_us"] > 0
+
+
+@pytest.mark.parametrize("template, checked", [
+    ("rms-norm", ["sharded along leading dims over 2 devices", "split x dim 1 (c)"]),
+    ("paged-attention", ["sharded along s over 2 devices", "sharded along k over 2 devices", "split query dim 2 (d)"]),
+])
+def test_each_free_factor_splits_and_a_whole_one_is_refused(tmp_path, template, checked):
+    project = new_project(tmp_path, template.replace("-", "_"), template=template)
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--devices", "2", "--sizes", "1,20000")
+    assert code == EXIT_OK, payload
+    by_name = checks(payload)
+    for name in checked:
+        assert by_name[name]["ok"] is True, by_name[name]
+    assert "refused" in by_name[checked[-1]]["detail"] and "needs factor" in by_name[checked[-1]]["detail"]
+
+
+def test_op_without_a_sharding_rule_is_gathered_and_diagnosed(tmp_path):
+    project = new_project(tmp_path, "gathered")
+    spec_file = project / "xlacc.toml"
+    spec_file.write_text(re.sub(r"# How the op may be split.*?\nwhole = \[[^\]]*\]\n", "", spec_file.read_text(), flags=re.DOTALL))
+    from xlacc import update
+
+    assert not update.run(update.UpdateRequest(project)).failed
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--devices", "2", "--sizes", "1,4096")
+    assert code == EXIT_PROBLEM
+    sharded = checks(payload)["sharded along dim 0 over 2 devices"]
+    assert sharded["ok"] is False and "all-gather" in sharded["detail"]
+    assert "custom-call-replicated" in codes(payload)
 
 
 # -- broken on purpose ----------------------------------------------------------------------------
@@ -185,7 +233,8 @@ def test_usage_errors_are_one_line(tmp_path):
     for flags, message in ((["--framework", "torch-xla"], "not generated for torch-xla"),
                            (["--framework", "tf"], "unknown framework"),
                            (["--sizes", "0"], "--sizes"),
-                           (["--timeout", "0"], "--timeout")):
+                           (["--timeout", "0"], "--timeout"),
+                           (["--devices", "0"], "--devices")):
         code, payload, stderr = run_smoke(project, *flags)
         assert code == EXIT_USAGE and payload == {}
         assert message in stderr and len(stderr.strip().splitlines()) == 1

@@ -9,8 +9,11 @@ hardware this machine lacks, and no hardware runs a cpu custom call on this torc
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,25 @@ def test_op_returning_a_constant_is_optimized_away(tmp_path):
     assert checks(payload)["lowering"]["ok"] is False
     assert "op-optimized-away" in codes(payload)
     assert checks(payload)["operands"]["ok"] is None
+
+
+AUTOGRAD_SCRIPT = """
+import torch, torch_xla
+import {name}.torch as ops
+x = torch.randn(4, 8, device=torch_xla.device(), requires_grad=True)
+w = torch.randn(8, device=torch_xla.device(), requires_grad=True)
+grad_x, grad_w = torch.autograd.grad(ops.{name}(x, w, eps=1e-6).sum(), (x, w))
+print(torch_xla._XLAC._get_xla_tensors_hlo([grad_x, grad_w]))
+"""
+
+
+def test_a_backward_kernel_is_the_torch_ops_autograd(tmp_path):
+    """torch.library.register_autograd: the gradient lowers to the backward target, fed the saved rstd."""
+    project = torch_xla_project(tmp_path, "rms_grad", template="rms-norm")
+    done = subprocess.run([sys.executable, "-c", AUTOGRAD_SCRIPT.format(name="rms_grad")], cwd=project,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PJRT_DEVICE": "CPU"})  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    forward = re.search(r"%(custom-call\.\d+) = \(f32\[4,8\]\{1,0\}, f32\[4\]\{0\}\) custom-call\(.*custom_call_target=\"rms_grad\"", done.stdout)
+    backward = re.search(r"= \(f32\[4,8\]\{1,0\}, f32\[8\]\{0\}\) custom-call\((.*)\), custom_call_target=\"rms_grad_backward\"", done.stdout)
+    assert forward and backward, done.stdout[-3000:]
+    assert len(re.findall(r"%[\w.\-]+", backward.group(1))) == 4  # x, weight, rstd, grad_out

@@ -252,3 +252,72 @@ signature = "{spec.signature_digest}"
     assert specmod.load(write(tmp_path, faster)).signature_changes() == []
     wider = recorded.replace("[[attrs]]", '[[inputs]]\nname = "bias"\ndtype = "f32"\n\n[[attrs]]')
     assert specmod.load(write(tmp_path, wider)).signature_changes() != []
+
+
+# -- [sharding] and [backward] --------------------------------------------------------------------
+
+TRANSFORMS = """
+[sharding]
+rule = "...  c , c ->... c"
+whole = ["c"]
+
+[backward]
+[[backward.saved]]
+name = "rstd"
+dtype = "f32"
+shape = "x[:-1]"
+"""
+
+
+def test_sharding_and_a_backward_kernel_make_a_second_target(tmp_path):
+    spec = specmod.load(write(tmp_path, VALID + TRANSFORMS).parent)
+    assert spec.sharding.rule == "... c, c -> ... c"  # kept normalised
+    assert spec.backward.kind == "kernel" and spec.backward.grads == ("x", "weight")  # every floating input
+    forward, backward = spec.calls
+    assert [t.name for t in forward.outputs] == ["out", "rstd"] and forward.rule.text == "... c, c -> ... c, ..."
+    assert (backward.name, backward.target, backward.launch) == ("rms_backward", "my.rms_norm_backward", "rms_backward_launch")
+    assert [t.name for t in backward.inputs] == ["x", "weight", "rstd", "grad_out"]
+    assert [t.name for t in backward.outputs] == ["grad_x", "grad_weight"]
+    # The backward's rule: the forward's operands, the saved tensor and the cotangent in; the gradients out.
+    assert backward.rule.text == "... c, c, ..., ... c -> ... c, c"
+    assert spec.entry_points == (
+        "xlacc_rms_ffi", "xlacc_rms_legacy", "xlacc_rms_last_error",
+        "xlacc_rms_backward_ffi", "xlacc_rms_backward_legacy", "xlacc_rms_backward_last_error",
+    )  # fmt: skip
+
+
+def test_projects_without_the_new_tables_keep_their_signature_digest(tmp_path):
+    plain = specmod.load(write(tmp_path, VALID).parent)
+    assert plain.signature_digest == "sha256:" + plain.signature_digest.split(":")[1]
+    assert plain.sharding is None and plain.backward is None and plain.calls == (plain.forward,)
+    with_transforms = specmod.load(write(tmp_path, VALID + TRANSFORMS).parent)
+    assert with_transforms.signature_digest != plain.signature_digest
+
+
+@pytest.mark.parametrize(
+    "extra, key, message",
+    [
+        ('[sharding]\nrule = "x -> x"', "sharding.rule", "1 operand entries; the op has 2 inputs"),
+        ('[sharding]\nrule = "c ... -> c"', "sharding.rule", "may only come first"),
+        ('[sharding]\nrule = "..., c -> ..."\nwhole = ["d"]', "sharding.rule", "'d' is not a factor"),
+        ('[sharding]\nrules = "..., c -> ..."', "sharding.rules", "did you mean 'rule'"),
+        ('[backward]\nkind = "magic"', "backward.kind", "'magic' is not allowed"),
+        ('[backward]\ngrads = ["eps"]', "backward.grads", "'eps' is not a floating-point input"),
+        ('[backward]\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "x[1:]"', "backward.saved[0].shape", "its leading dims"),
+        ('[sharding]\nrule = "..., c -> ..."\n[backward]\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "y"', "backward.saved[0].shape", "'y' is not an input"),
+        ('[backward]\n[[backward.saved]]\nname = "out"\ndtype = "f32"\nshape = "x"', "backward.saved[0].name", "already an operand"),
+        ('[backward]\nkind = "reference"\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "x"', "backward.saved", "only a kernel"),
+        ('[sharding]\nrule = "..., c -> ..."\n[backward]\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "x[:-1]"',
+         "sharding.rule", "no 1 trailing named dims"),
+    ],
+)
+def test_bad_sharding_and_backward_tables_name_the_key(tmp_path, extra, key, message):
+    with pytest.raises(SpecError, match=message) as info:
+        specmod.load(write(tmp_path, VALID + extra).parent)
+    assert info.value.key == key
+
+
+def test_a_gradient_name_may_not_take_a_users_name(tmp_path):
+    text = VALID.replace('name = "weight"', 'name = "grad_x"') + '\n[backward]\n'
+    with pytest.raises(SpecError, match="names a gradient 'grad_x'"):
+        specmod.load(write(tmp_path, text).parent)

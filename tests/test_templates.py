@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from xlacc import scaffold
+from xlacc import scaffold, transforms
 from xlacc import spec as specmod
 from xlacc.build import XLACC_INCLUDE
 
@@ -205,7 +205,8 @@ def exported_functions(library: Path) -> set[str]:
 
 
 def run_python(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONDONTWRITEBYTECODE": "1"}
+    """Two host devices, so that the generated tests' sharding cases run on the CPU."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONDONTWRITEBYTECODE": "1", "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=SUBPROCESS_TIMEOUT)
 
 
@@ -216,6 +217,12 @@ def run_generated_tests(project: Project) -> tuple[int, int, str]:
     assert result.returncode == 0, f"{project.combo.name}: the generated tests failed:\n{output[-4000:]}"
     counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|skipped)", output)}
     return counts.get("passed", 0), counts.get("skipped", 0), output
+
+
+def generated_test_count(spec: specmod.Spec) -> int:
+    """The generated file's tests: each dtype at three sizes, the lowering, one sharded case per
+    factor the op may be split along, vmap, and grad (its check, or its error without [backward])."""
+    return 3 * len(spec.op_dtypes) + 1 + len(transforms.splits(spec)) + 2
 
 
 def _ids(combos: list[Combo]) -> list[str]:
@@ -239,8 +246,7 @@ def test_cpu_project_matches_its_reference_through_jax(cpu_projects, combo):
     project = cpu_projects[combo]
     project.require_built()
     passed, skipped, output = run_generated_tests(project)
-    # every dtype at each of the generated test's three sizes, plus the lowering test
-    assert (passed, skipped) == (3 * len(project.spec.op_dtypes) + 1, 0), output[-3000:]
+    assert (passed, skipped) == (generated_test_count(project.spec), 0), output[-3000:]
 
 
 LEGACY_FAILURE_SCRIPT = """\
@@ -336,7 +342,7 @@ def test_cuda_project_lowers_to_its_custom_call(cuda_projects, combo):
     project.require_built()
     passed, skipped, output = run_generated_tests(project)
     assert passed >= 1, output[-3000:]
-    assert passed + skipped == 3 * len(project.spec.op_dtypes) + 1, output[-3000:]
+    assert passed + skipped == generated_test_count(project.spec), output[-3000:]
 
 
 # -- the generated text -----------------------------------------------------------------------------
@@ -384,5 +390,5 @@ def test_two_ops_import_and_test_side_by_side_in_one_process(cpu_projects):
     result = run_python(["-m", "pytest", "-q", "-p", "no:cacheprovider", str(first.root), str(second.root)], first.root.parent)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    expected = sum(3 * len(p.spec.op_dtypes) + 1 for p in (first, second))
+    expected = sum(generated_test_count(p.spec) for p in (first, second))
     assert f"{expected} passed" in output, output[-2000:]

@@ -94,6 +94,7 @@ def test_a_new_signature_regenerates_bindings_and_the_user_files_nobody_edited(t
     scaffold.create(NewRequest(name="op", template="blank", platform="cpu", frameworks=["jax"], inputs=["x"], directory=project))
     spec_file = project / specmod.SPEC_FILE
     edit(spec_file, "[[outputs]]", '[[inputs]]\nname = "bias"\ndtype = "f32"\n\n[[outputs]]')
+    edit(spec_file, 'rule = "... -> ..."', 'rule = "..., ... -> ..."')  # the sharding rule names every input
 
     stale = build.build_spec(specmod.load(project))
     assert not stale.ok and [f.code for f in stale.findings] == ["spec-changed"]

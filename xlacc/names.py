@@ -58,8 +58,9 @@ def derive() -> frozenset[str]:
 
 
 def _probe_spec(request):
-    """A blank op with two generic inputs, a fixed-dtype input, two outputs and an attribute of
-    each type, all named with the placeholder (built without the name check this module serves)."""
+    """A blank op with two generic inputs, a fixed-dtype input, two outputs, an attribute of each
+    type and a backward kernel, all named with the placeholder (built without the name check this
+    module serves)."""
     from xlacc import scaffold
     from xlacc import spec as specmod
 
@@ -83,6 +84,13 @@ def _probe_spec(request):
         ),
         attrs=tuple(specmod.Attr(f"{PLACEHOLDER}_attr{i}", t, 1) for i, t in enumerate(specmod.ATTR_TYPES)),
         build=specmod.Build(kernel=f"kernel{'.cu' if request.platform == 'cuda' else '.cc'}"),
+        # A backward kernel with a saved tensor, so that the backward's code is probed too.
+        sharding=specmod.Sharding("... c, ... c, ... c -> ... c, ... c"),
+        backward=specmod.Backward(
+            "kernel",
+            (f"{PLACEHOLDER}_in0", f"{PLACEHOLDER}_in1"),
+            (specmod.Tensor(f"{PLACEHOLDER}_saved0", ("f32",), like=f"{PLACEHOLDER}_in0", like_stop=-1),),
+        ),
         root=Path(request.directory),
     )
     return spec, meta

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from xlacc import __version__, generated
+from xlacc import __version__, generated, sharding, transforms
 from xlacc import spec as specmod
 from xlacc.errors import SpecError, UsageError
 from xlacc.report import Check, Report
@@ -55,6 +55,10 @@ PROJECT_FILES: tuple[ProjectFile, ...] = (
     ProjectFile("_common/project/init.py.j2", "{package}/__init__.py", XLACC, "the package: library path, dtypes"),
     ProjectFile("_common/project/testing.py.j2", "{package}/testing.py", XLACC, "test data and tolerances"),
     ProjectFile("_common/project/jax.py.j2", "{package}/jax.py", XLACC, "JAX bindings (jax.ffi)", lambda s: "jax" in s.frameworks),
+    ProjectFile(
+        "_common/project/jax_transforms.py.j2", "{package}/_jax_transforms.py", XLACC, "sharding, vmap and grad for JAX",
+        lambda s: "jax" in s.frameworks,
+    ),
     ProjectFile(
         "_common/project/torch.py.j2", "{package}/torch.py", XLACC, "PyTorch bindings (torch_xla)", lambda s: "torch-xla" in s.frameworks
     ),
@@ -153,13 +157,25 @@ def _flag_attr(text: str) -> dict[str, Any]:
 
 def _signature(request: NewRequest, meta: dict[str, Any]) -> tuple[list[dict], list[dict], list[dict]]:
     """Inputs, outputs and attributes as xlacc.toml tables, from the flags or the template."""
-    if request.inputs or request.outputs or request.attrs:
+    if _from_flags(request):
         if request.template != "blank":
             raise UsageError("--input/--output/--attr shape the 'blank' template only; the others have a fixed signature")
         inputs = [_flag_tensor(t, "--input") for t in request.inputs or ["x"]]
         outputs = [{**_flag_tensor(t, "--output"), "shape": inputs[0]["name"]} for t in request.outputs or ["y"]]
         return inputs, outputs, [_flag_attr(a) for a in request.attrs]
     return [dict(t) for t in meta.get("inputs", [])], [dict(t) for t in meta.get("outputs", [])], [dict(a) for a in meta.get("attrs", [])]
+
+
+def _from_flags(request: NewRequest) -> bool:
+    return bool(request.inputs or request.outputs or request.attrs)
+
+
+def _transforms(request: NewRequest, meta: dict[str, Any], n_inputs: int, n_outputs: int) -> dict[str, Any]:
+    """The template's [sharding] and [backward] tables; a blank op from flags is elementwise, as its stub."""
+    tables = {key: meta[key] for key in ("sharding", "backward") if key in meta}
+    if _from_flags(request):
+        tables["sharding"] = {"rule": sharding.elementwise(n_inputs, n_outputs)}
+    return tables
 
 
 def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
@@ -197,6 +213,7 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         "outputs": outputs,
         "attrs": attrs,
         "build": {"kernel": f"kernel{'.cu' if platform == 'cuda' else '.cc'}"},
+        **_transforms(request, meta, len(inputs), len(outputs)),
     }
     return _validated(raw, directory), meta
 
@@ -279,12 +296,14 @@ def _flag_for(key: str) -> str:
 def _environment():
     import jinja2
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_root())),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.filters["pyrepr"] = repr  # a Python literal: tuples of names, strings with their quotes
+    return env
 
 
 def files_for(spec: Spec) -> list[tuple[ProjectFile, str]]:
@@ -299,10 +318,6 @@ def owner_of(spec: Spec, path: str) -> str:
 def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
     """Project-relative path -> file text, for every file the spec calls for."""
     env = _environment()
-    vmap_method = meta.get("vmap_method", "sequential") if spec.api == "ffi" else "sequential"
-    vmap_reason = meta.get("vmap_reason", vmap_method) if spec.api == "ffi" else (
-        "sequential: backend_config holds the unbatched shapes, so a batched call runs one example at a time"
-    )
     context = {
         **_wrapped_context(spec),
         "spec": spec,
@@ -311,8 +326,15 @@ def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
         "dtypes": specmod.DTYPES,
         "tolerances": specmod.TOLERANCES,
         "version": __version__,
-        "vmap_method": vmap_method,
-        "vmap_reason": vmap_reason,
+        "transforms": {
+            "sharding": transforms.describe_sharding(spec),
+            "shard_map": transforms.shard_map_example(spec),
+            "vmap": transforms.describe_vmap(spec),
+            "grad": transforms.describe_grad(spec),
+            "no_backward": transforms.no_backward_message(spec),
+        },
+        "splits": {s.factor: (s.dims, s.result_dims) for s in transforms.splits(spec)},
+        "batched": transforms.folding_inputs(spec) or (),
     }
     files = {}
     for entry, path in files_for(spec):

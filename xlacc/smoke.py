@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ class SmokeRequest:
     atol: float | None
     timeout: float
     bench: bool
+    devices: int | None = None  # shard over N devices; None: every GPU when there are several
 
 
 def run(request: SmokeRequest) -> Report:
@@ -91,6 +93,8 @@ def validate(request: SmokeRequest) -> None:
             raise UsageError(f"--sizes takes element counts from 1 to {MAX_SIZE}; got {bad}")
     if not (math.isfinite(request.timeout) and request.timeout > 0):
         raise UsageError(f"--timeout takes a finite number of seconds above 0; got {request.timeout}")
+    if request.devices is not None and request.devices < 1:
+        raise UsageError(f"--devices must be at least 1, got {request.devices}")
     for flag, value in (("--rtol", request.rtol), ("--atol", request.atol)):
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise UsageError(f"{flag} takes a finite number >= 0; got {value}")
@@ -163,7 +167,18 @@ def harness_args(spec: spec_mod.Spec, request: SmokeRequest) -> list[str]:
             args += [flag, repr(value)]
     if request.bench:
         args.append("--bench")
+    if request.devices:
+        args += ["--devices", str(request.devices)]
     return args
+
+
+def child_env(spec: spec_mod.Spec, request: SmokeRequest) -> dict[str, str]:
+    """A cpu project sharded over N devices gets N host devices (XLA's flag, as CI uses)."""
+    env = dict(CHILD_ENV)
+    if spec.platform == "cpu" and request.devices and request.devices > 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={request.devices}".strip()
+    return env
 
 
 def run_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest, report: Report, prefixed: bool) -> int | None:
@@ -172,7 +187,7 @@ def run_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest, re
     if not_installed is not None:
         report.add(not_installed)
         return None
-    result = run_harness(HARNESSES[framework], harness_args(spec, request), request.timeout, cwd=spec.root, env=CHILD_ENV)
+    result = run_harness(HARNESSES[framework], harness_args(spec, request), request.timeout, cwd=spec.root, env=child_env(spec, request))
     prefix = f"{framework}: " if prefixed else ""
     found = absorb_records(result, framework, report, prefix)
     ended_normally = result.finished and result.returncode in HARNESS_EXITS

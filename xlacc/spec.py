@@ -24,6 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from xlacc import sharding as sharding_rules
 from xlacc.errors import SpecError, UsageError
 
 SPEC_FILE = "xlacc.toml"
@@ -33,6 +34,10 @@ ATTR_TYPES = ("f32", "f64", "i32", "i64")
 PLATFORMS = ("cuda", "cpu")
 APIS = ("ffi", "legacy")
 FRAMEWORKS = ("jax", "torch-xla")
+# [backward] kind: "kernel" runs NAME_backward_launch<T>() from the kernel file; "reference"
+# differentiates the reference (xp=jax.numpy) and needs no kernel.
+BACKWARD_KINDS = ("kernel", "reference")
+GRAD_PREFIX = "grad_"  # the cotangent of `out` is `grad_out`, the gradient of `x` is `grad_x`
 
 # Per spec dtype: the C++ type in a kernel (xlacc/kernel.h), the xlacc::DType and FFI DataType
 # names, the NumPy and torch dtype names, and the element size. Templates render from this table.
@@ -90,6 +95,7 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 TARGET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,126}$")
 ARCH = re.compile(r"^sm_(\d{2,3})a?$")
 FLAG = re.compile(r"^[^\s]+$")  # one compiler argument; the command runs without a shell
+SAVED_SHAPE = re.compile(r"^(?P<like>[A-Za-z_]\w*)(?:\[:(?P<stop>-[1-9]\d*)\])?$")  # x, or x[:-1]
 
 
 def check_identifier(name: Any, what: str = "name") -> str:
@@ -175,6 +181,7 @@ class Tensor:
     dtypes: tuple[str, ...]
     shape: tuple[int | str, ...] | None = None  # dims (ints or symbols); None: any shape
     like: str | None = None  # results only: same shape as this input
+    like_stop: int | None = None  # saved tensors only: the input's leading dims, like.shape[:like_stop]
 
     @property
     def dtype(self) -> str:
@@ -220,6 +227,59 @@ class Origin:
 
 
 @dataclass(frozen=True)
+class Sharding:
+    """``[sharding]``: how operands may be split over devices (see xlacc.sharding)."""
+
+    rule: str  # Shardy notation, such as "... c, c -> ... c"
+    whole: tuple[str, ...] = ()  # factors the kernel needs unsplit
+
+    @property
+    def parsed(self) -> sharding_rules.Rule:
+        return sharding_rules.parse(self.rule)
+
+
+@dataclass(frozen=True)
+class Backward:
+    """``[backward]``: how jax.grad and torch autograd differentiate the op."""
+
+    kind: str  # one of BACKWARD_KINDS
+    grads: tuple[str, ...]  # the inputs that get a gradient
+    saved: tuple[Tensor, ...] = ()  # written by the forward as extra outputs, read by the backward
+
+
+@dataclass(frozen=True)
+class Call:
+    """One custom-call target of the op's library: the op itself, or its backward kernel. Each has
+    its own entry points, launch function (``{name}_launch<T>``) and sharding rule."""
+
+    name: str  # NAME, or NAME_backward
+    target: str
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]  # the forward's end with the tensors it saves for the backward
+    attrs: tuple[Attr, ...]
+    op_dtypes: tuple[str, ...]
+    op_dtype_index: int
+    rule: sharding_rules.Rule | None
+    whole: tuple[str, ...] = ()
+
+    @property
+    def ffi_symbol(self) -> str:
+        return f"xlacc_{self.name}_ffi"
+
+    @property
+    def legacy_symbol(self) -> str:
+        return f"xlacc_{self.name}_legacy"
+
+    @property
+    def last_error_symbol(self) -> str:
+        return f"xlacc_{self.name}_last_error"
+
+    @property
+    def launch(self) -> str:
+        return f"{self.name}_launch"
+
+
+@dataclass(frozen=True)
 class Generated:
     """``[generated]``: what xlacc wrote, so that later runs tell the user's edits from its own."""
 
@@ -243,21 +303,23 @@ class Spec:
     build: Build = Build()
     reference: str = ""  # FILE:FUNCTION; default NAME/reference.py:reference
     origin: Origin | None = None
+    sharding: Sharding | None = None
+    backward: Backward | None = None
     generated: Generated | None = field(default=None, compare=False)
     root: Path = field(default=Path("."), compare=False)
 
-    # -- derived names --------------------------------------------------------------------------
+    # -- derived names (the op's own target; spec.calls holds the backward's too) ----------------
     @property
     def ffi_symbol(self) -> str:
-        return f"xlacc_{self.name}_ffi"
+        return self.forward.ffi_symbol
 
     @property
     def legacy_symbol(self) -> str:
-        return f"xlacc_{self.name}_legacy"
+        return self.forward.legacy_symbol
 
     @property
     def last_error_symbol(self) -> str:
-        return f"xlacc_{self.name}_last_error"
+        return self.forward.last_error_symbol
 
     @property
     def needs_ffi(self) -> bool:
@@ -270,11 +332,58 @@ class Spec:
     @property
     def entry_points(self) -> tuple[str, ...]:
         names = []
-        if self.needs_ffi:
-            names.append(self.ffi_symbol)
-        if self.needs_legacy:
-            names += [self.legacy_symbol, self.last_error_symbol]
+        for call in self.calls:
+            if self.needs_ffi:
+                names.append(call.ffi_symbol)
+            if self.needs_legacy:
+                names += [call.legacy_symbol, call.last_error_symbol]
         return tuple(names)
+
+    # -- the targets: the op, and its backward kernel ---------------------------------------------
+    @property
+    def saved(self) -> tuple[Tensor, ...]:
+        return self.backward.saved if self.backward else ()
+
+    @property
+    def forward(self) -> Call:
+        rule = self.sharding.parsed if self.sharding else None
+        if rule is not None and self.saved:
+            rule = sharding_rules.Rule(rule.operands, rule.results + tuple(self._saved_factors(rule)))
+        return Call(self.name, self.target, self.inputs, self.outputs + self.saved, self.attrs, self.op_dtypes, self.op_dtype_index, rule,
+                    self.sharding.whole if self.sharding else ())  # fmt: skip
+
+    @property
+    def backward_call(self) -> Call | None:
+        """The backward kernel's target: the forward's inputs, the saved tensors and the outputs'
+        cotangents in; the gradients of the inputs in ``[backward] grads`` out."""
+        if self.backward is None or self.backward.kind != "kernel":
+            return None
+        cotangents = tuple(Tensor(GRAD_PREFIX + t.name, t.dtypes, t.shape, t.like) for t in self.outputs)
+        grads = tuple(Tensor(GRAD_PREFIX + t.name, t.dtypes, t.shape, like=t.name) for t in self.grad_inputs)
+        rule = None
+        if self.sharding:
+            forward = self.sharding.parsed
+            operand_factors = dict(zip([t.name for t in self.inputs], forward.operands))
+            rule = sharding_rules.Rule(
+                forward.operands + tuple(self._saved_factors(forward)) + forward.results,
+                tuple(operand_factors[t.name] for t in self.grad_inputs),
+            )
+        return Call(f"{self.name}_backward", f"{self.target}_backward", self.inputs + self.saved + cotangents, grads, self.attrs,
+                    self.op_dtypes, self.op_dtype_index, rule, self.sharding.whole if self.sharding else ())  # fmt: skip
+
+    @property
+    def calls(self) -> tuple[Call, ...]:
+        backward = self.backward_call
+        return (self.forward,) + ((backward,) if backward else ())
+
+    @property
+    def grad_inputs(self) -> tuple[Tensor, ...]:
+        names = self.backward.grads if self.backward else ()
+        return tuple(t for t in self.inputs if t.name in names)
+
+    def _saved_factors(self, rule: sharding_rules.Rule):
+        by_input = dict(zip([t.name for t in self.inputs], rule.operands))
+        return [sharding_rules.sliced(by_input[t.like], t.like_stop) for t in self.saved]
 
     @property
     def legacy_api_version(self) -> int:
@@ -332,6 +441,12 @@ class Spec:
         return (self.reference or f"{self.package}/reference.py:reference").partition(":")[0]
 
     @property
+    def reference_module(self) -> str | None:
+        """The reference's module inside the op's package (None: it lives elsewhere)."""
+        path = Path(self.reference_file)
+        return path.stem if path.parent == Path(self.package) and path.suffix == ".py" else None
+
+    @property
     def reference_function(self) -> str:
         return (self.reference or "x:reference").partition(":")[2] or "reference"
 
@@ -373,6 +488,11 @@ class Spec:
         # Fields added later join only where set, so older projects keep their digest.
         if self.origin:
             fields["from"] = [self.origin.file, self.origin.function, self.origin.sizes]
+        if self.sharding:
+            fields["sharding"] = [self.sharding.rule, self.sharding.whole]
+        if self.backward:
+            saved = [[t.name, t.dtypes, t.like, t.like_stop] for t in self.backward.saved]
+            fields["backward"] = [self.backward.kind, self.backward.grads, saved]
         return "sha256:" + hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
     def signature_changes(self) -> list[str]:
@@ -380,7 +500,7 @@ class Spec:
         project records no generation)."""
         if self.generated is None or self.generated.signature == self.signature_digest:
             return []
-        return ["the op's signature (name, target, platform, api, frameworks, inputs, outputs, attrs or kernel)"]
+        return ["the op's signature (name, target, platform, api, frameworks, inputs, outputs, attrs, sharding, backward or kernel)"]
 
 
 # -- loading ------------------------------------------------------------------------------------
@@ -388,7 +508,7 @@ class Spec:
 # Every key each table may hold; anything else is a mistake worth naming (a misspelt key would
 # otherwise be ignored silently).
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("op", "inputs", "outputs", "attrs", "build", "from", "generated"),
+    "": ("op", "inputs", "outputs", "attrs", "build", "from", "sharding", "backward", "generated"),
     "op": ("name", "target", "template", "platform", "api", "frameworks", "reference"),
     "inputs": ("name", "dtype", "shape"),
     "outputs": ("name", "dtype", "shape"),
@@ -396,6 +516,9 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "build": ("kernel", "sources", "include_dirs", "defines", "flags", "archs", "ptx", "output"),
     "from": ("file", "kernel", "sizes"),
     "generated": ("xlacc", "template", "signature", "files"),
+    "sharding": ("rule", "whole"),
+    "backward": ("kind", "grads", "saved"),
+    "backward.saved": ("name", "dtype", "shape"),
 }
 
 
@@ -447,6 +570,8 @@ def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
         build=reader.build(reader.table(raw, "build")),
         reference=reader.string(op, "op.reference", default=""),
         origin=reader.origin(reader.table(raw, "from")),
+        sharding=reader.sharding(reader.table(raw, "sharding")),
+        backward=reader.backward(reader.table(raw, "backward"), inputs) if "backward" in raw else None,
         generated=reader.generated(raw),
         root=spec_path.parent,
     )
@@ -612,6 +737,43 @@ class _Reader:
             sizes=tuple(sorted(sizes.items())),
         )
 
+    def sharding(self, table: dict) -> Sharding | None:
+        if not table:
+            return None
+        rule = self.string(table, "sharding.rule", default="")
+        try:
+            text = sharding_rules.parse(rule).text  # normalised: names, "...", "(", ")", ",", "->" and single spaces
+        except sharding_rules.RuleError as exc:
+            raise self.fail("sharding.rule", str(exc)) from None
+        return Sharding(text, self.strings(table, "sharding.whole"))
+
+    def backward(self, table: dict, inputs: tuple[Tensor, ...]) -> Backward:
+        kind = self.choice(table, "backward.kind", BACKWARD_KINDS, default="kernel")
+        floating = [t.name for t in inputs if any(d.startswith(("f", "bf")) for d in t.dtypes)]
+        grads = self.strings(table, "backward.grads") if "grads" in table else tuple(floating)
+        bad = next((g for g in grads if g not in floating), None)
+        if bad is not None:
+            raise self.fail("backward.grads", f"{bad!r} is not a floating-point input; use some of: {', '.join(floating)}")
+        saved = table.get("saved", [])
+        if not isinstance(saved, list):
+            raise self.fail("backward.saved", "must be [[backward.saved]] tables")
+        if saved and kind != "kernel":
+            raise self.fail("backward.saved", f"only a kernel backward reads saved tensors (kind = {kind!r})")
+        return Backward(kind, grads, tuple(self.saved_tensor(t, f"backward.saved[{i}]") for i, t in enumerate(saved)))
+
+    def saved_tensor(self, raw: Any, key: str) -> Tensor:
+        """A tensor the forward writes for the backward: shaped like an input, or like its leading
+        dims (``shape = "x[:-1]"``: one value per row)."""
+        if not isinstance(raw, dict):
+            raise self.fail(key, "must be a table with name, dtype and shape")
+        self.known_keys(raw, "backward.saved", key)
+        name = self.get(raw, f"{key}.name", lambda v: check_member_name(v, "name"))
+        dtypes = self.dtypes(raw.get("dtype"), f"{key}.dtype")
+        match = SAVED_SHAPE.match(raw.get("shape", "")) if isinstance(raw.get("shape"), str) else None
+        if not match:
+            raise self.fail(f"{key}.shape", "use an input's name (same shape), or NAME[:-N] for its leading dims")
+        return Tensor(name, dtypes, None, like=match["like"], like_stop=int(match["stop"]) if match["stop"] else None)
+
     def generated(self, raw: dict) -> Generated | None:
         table = self.table(raw, "generated")
         if not table:
@@ -642,3 +804,35 @@ class _Reader:
             raise self.fail("outputs", "a result with a dtype list needs an input with the same list to take its type from")
         if ":" in spec.reference and not spec.reference.partition(":")[2].isidentifier():
             raise self.fail("op.reference", f"{spec.reference!r}: use FILE.py:FUNCTION")
+        self.check_saved(spec, names)
+        self.check_sharding(spec)  # before the backward: its target's rule is derived from this one
+        self.check_backward(spec, names)
+
+    def check_saved(self, spec: Spec, names: list[str]) -> None:
+        for i, t in enumerate(spec.saved):
+            if t.like not in [i.name for i in spec.inputs]:
+                raise self.fail(f"backward.saved[{i}].shape", f"{t.like!r} is not an input")
+            if t.name in names:
+                raise self.fail(f"backward.saved[{i}].name", f"{t.name!r} is already an operand, result or attribute")
+
+    def check_backward(self, spec: Spec, names: list[str]) -> None:
+        if spec.backward and spec.backward.kind == "reference" and spec.reference_module is None:
+            raise self.fail("backward.kind", f"\"reference\" differentiates the reference, which must be a module of the package {spec.package}/")
+        if spec.backward_call:
+            taken = set(names) | {t.name for t in spec.saved}
+            clash = next((t.name for t in spec.backward_call.inputs + spec.backward_call.outputs if t.name.startswith(GRAD_PREFIX) and t.name in taken), None)
+            if clash:
+                raise self.fail("backward", f"the backward names a gradient {clash!r}, which is already an operand, result or attribute")
+
+    def check_sharding(self, spec: Spec) -> None:
+        if spec.sharding is None:
+            return
+        ranks = {t.name: (len(t.shape) if t.shape is not None else None) for t in spec.inputs + spec.outputs}
+        for t in spec.outputs:
+            if t.like:
+                ranks[t.name] = ranks[t.like]
+        try:
+            sharding_rules.check(spec.sharding.parsed, tuple(t.name for t in spec.inputs), tuple(t.name for t in spec.outputs), ranks, spec.sharding.whole)
+            spec._saved_factors(spec.sharding.parsed)  # a saved tensor takes its input's leading factors
+        except sharding_rules.RuleError as exc:
+            raise self.fail("sharding.rule", str(exc)) from None

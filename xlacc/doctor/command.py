@@ -62,13 +62,15 @@ def check_timeout(timeout: float) -> float:
     return float(timeout)
 
 
-def run(argv: list[str], timeout: float = DEFAULT_TIMEOUT_S, interesting: inputs.Interesting | None = None) -> CommandResult:
+def run(
+    argv: list[str], timeout: float = DEFAULT_TIMEOUT_S, interesting: inputs.Interesting | None = None, env: dict[str, str] | None = None
+) -> CommandResult:
     """Run ``argv`` with stdout and stderr merged; a timeout is a result, a missing program is not."""
     timeout = check_timeout(timeout)
     start = time.monotonic()
     try:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env
         )
     except FileNotFoundError:
         raise UsageError(f"cannot run {argv[0]!r}: no such program") from None

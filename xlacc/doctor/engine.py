@@ -14,6 +14,7 @@ from pathlib import Path
 from xlacc.doctor import inputs
 from xlacc.doctor.findings import BY_CODE, CATALOGUE, GROUPS
 from xlacc.doctor.inputs import SourceFile
+from xlacc.doctor.rules import hlo_sharding
 from xlacc.doctor.section import Section
 from xlacc.errors import UsageError
 from xlacc.report import Check, Finding, Report
@@ -44,6 +45,7 @@ class _Inputs:
     unbuilt: list[Path] = field(default_factory=list)
     empty: list[Path] = field(default_factory=list)  # directories with nothing doctor reads
     walks: list[tuple[Path, inputs.Walk]] = field(default_factory=list)
+    dumps: list[Path] = field(default_factory=list)  # --xla_dump_to folders
 
 
 def run(request: DoctorRequest) -> Report:
@@ -69,6 +71,7 @@ def run(request: DoctorRequest) -> Report:
     sections += _source_sections(gathered)
     sections += [_project_section(spec) for spec in gathered.specs]
     sections += _library_sections(request, gathered)
+    sections += [_dump_section(directory) for directory in gathered.dumps]
     data: dict = {}
     notes: list[str] = []
     if request.log is not None:
@@ -164,6 +167,8 @@ def _add_file(path: Path, kind: str, gathered: _Inputs) -> None:
 def _gather_directory(directory: Path, gathered: _Inputs) -> None:
     from xlacc import spec as spec_module
 
+    if hlo_sharding.is_dump(directory):
+        inputs.dumps.append(directory)
     if (directory / spec_module.SPEC_FILE).is_file():
         spec = spec_module.load(directory)
         gathered.specs.append(spec)
@@ -172,7 +177,7 @@ def _gather_directory(directory: Path, gathered: _Inputs) -> None:
     gathered.walks.append((directory, walk))
     for path in walk.files:
         _add_file(path, inputs.kind_of(path), gathered)
-    if not walk.files and not gathered.specs:
+    if not walk.files and not gathered.specs and directory not in gathered.dumps:
         gathered.empty.append(directory)
 
 
@@ -262,6 +267,12 @@ def _owning_spec(library: Path):
     return None
 
 
+def _dump_section(directory: Path) -> Section:
+    """The compiled modules of an --xla_dump_to folder: custom calls fed by all-gathers."""
+    modules = hlo_sharding.dump_modules(directory)
+    return Section(f"xla dump {directory}", f"{len(modules)} compiled modules", hlo_sharding.diagnose_dump(directory))
+
+
 def _log_section(log: str) -> Section:
     from xlacc.doctor.rules import text
 
@@ -280,8 +291,10 @@ def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], d
     from xlacc.doctor import command
     from xlacc.doctor.rules import runtime, text
 
-    result = command.run(argv, timeout, text.interesting())
-    run_findings = runtime.diagnose_output(result.output.text, result.returncode)
+    env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated
+    with cleanup:
+        result = command.run(argv, timeout, text.interesting(), env=env)
+        run_findings = runtime.diagnose_output(result.output.text, result.returncode) + hlo_sharding.diagnose_dump(dump)
     program_section, code_findings = _program_section(argv)
     findings = runtime.rank_with_code(run_findings, code_findings, result.returncode)
     if result.returncode is None:

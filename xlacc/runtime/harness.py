@@ -34,6 +34,7 @@ def parse_args(argv: list[str] | None, description: str) -> argparse.Namespace:
     parser.add_argument("--rtol", type=float, default=None)
     parser.add_argument("--atol", type=float, default=None)
     parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--devices", type=int, default=0, help="devices to shard over (0: every GPU when there are several)")
     args = parser.parse_args(argv)
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     return args

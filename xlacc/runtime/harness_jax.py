@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from xlacc.runtime import hlo
+from xlacc.runtime.harness_transforms import TransformChecks
 from xlacc.runtime.harness import DEFAULT_SIZES, Harness, Project, as_tuple, case_label, first_line, load_project, parse_args, spec_dtype
 from xlacc.doctor.findings import wordings
 from xlacc.runtime.records import RecordWriter
@@ -107,6 +108,7 @@ class JaxHarness(Harness):
             if self.args.bench:
                 with self.step("bench"):
                     self.bench()
+            TransformChecks(self).run()  # vmap, grad, and sharded over several devices
         else:
             self.check("numerics", None, "not run: the op did not compile")
         return self.finish()

@@ -209,8 +209,8 @@ class TorchXlaHarness(Harness):
         """What the op's backend_config must be for these operands: their shapes and the results'
         (from the spec), the attributes, the element type."""
         shapes = {t.name: list(tensor.shape) for t, tensor in zip(self.spec.inputs, tensors)}
-        for out in self.spec.outputs:
-            shapes[out.name] = shapes[out.like] if out.like else list(out.shape)
+        for out in self.spec.forward.outputs:  # the outputs, then what the op saves for its backward
+            shapes[out.name] = shapes[out.like][: out.like_stop] if out.like else list(out.shape)
         values = {a.name: (float if a.type.startswith("f") else int)(attrs[a.name]) for a in self.spec.attrs if a.name in attrs}
         dtype = tensors[self.spec.op_dtype_index].dtype
         return self.project.package.backend_config(shapes, values, self.project.package.op_dtype(dtype))
@@ -244,8 +244,10 @@ class TorchXlaHarness(Harness):
 
     def verify_results(self, call: hlo.CustomCall, expected: tuple[Any, ...], operands: list[Any], label: str, lowering: Lowering) -> None:
         got = [f"{m['type']}[{m['dims']}]" for m in _HLO_SHAPE.finditer(call.result_shape)]
-        dtypes = [self.output_dtype(out, operands) for out in self.spec.outputs]
-        want = [f"{HLO_ELEMENT_TYPES[d]}[{','.join(str(n) for n in np.shape(ref))}]" for d, ref in zip(dtypes, expected)]
+        dtypes = [self.output_dtype(out, operands) for out in self.spec.forward.outputs]
+        inputs = {t.name: np.shape(a) for t, a in zip(self.spec.inputs, operands)}
+        shapes = [np.shape(ref) for ref in expected] + [inputs[t.like][: t.like_stop] for t in self.spec.saved]
+        want = [f"{HLO_ELEMENT_TYPES[d]}[{','.join(str(n) for n in shape)}]" for d, shape in zip(dtypes, shapes)]
         if got != want:
             self.report("result-mismatch", f"{label}: the custom-call returns {call.result_shape}; the reference and the spec give {', '.join(want)}")
             lowering.fail("results", f"{', '.join(got)} instead of {', '.join(want)}")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from xlacc.doctor.findings import entry, make
 from xlacc.doctor.rules.crash import crash_fix
+from xlacc.doctor.rules import hlo_sharding
 from xlacc.report import Finding
 
 MAX_MATCHES_PER_RULE = 5
@@ -487,6 +488,26 @@ RULES: tuple[TextRule, ...] = (
         r"(?P<msg>static-global-template-stub=true[^.]{0,200}must\s+have\s+a\s+definition\s+in\s+the\s+current\s+translation\s+unit)",
         Cause("template-stub-link", 0.9),
     ),
+    # -- sharding, vmap and grad (jax 0.10 and 0.11 texts) ----------------------------------------
+    _rule(
+        "shardy-callbacks",
+        ("Shardy", "GSPMD"),
+        r"(?P<msg>Shardy\s+is\s+used,\s+but\s+sharding\s+propagation\s+callbacks\s+instead\s+of\s+sharding_rule\s+are\s+provided"
+        r"|does\s+not\s+support\s+GSPMD\s+sharding\s+propagation\s+rules)",
+        Cause("sharding-rule-missing", 0.9),
+    ),
+    _rule(
+        "ffi-vmap",
+        ("vmap_method",),
+        r"vmap\s+is\s+only\s+supported\s+for\s+the\s+(?P<primitive>\w+)\s+primitive\s+when\s+vmap_method\s+is\s+one\s+of.{0,200}?Got\s+vmap_method=None",
+        Cause("vmap-method-missing", 0.9),
+    ),
+    _rule(
+        "ffi-grad",
+        ("differentiated",),
+        r"The\s+FFI\s+call\s+to\s+`?(?P<target>[\w.\-:]+?)`?\s+cannot\s+be\s+differentiated",
+        Cause("grad-undefined", 0.9, title="jax.grad of `{target}`, which has no backward"),
+    ),
 )
 
 # Prefixes that loggers and test runners put before a message (removed from every line).
@@ -644,13 +665,14 @@ def diagnose_text(text: str, hlo: bool = True) -> list[Finding]:
         from xlacc.doctor.rules.hlo import diagnose_hlo
 
         findings.extend(diagnose_hlo(text))
+        findings.extend(hlo_sharding.diagnose(text))
     return findings
 
 
 def rule_codes() -> set[str]:
     """Every code a text rule can produce (for the catalogue test)."""
     codes = {cause.code for rule in RULES for cause in rule.causes}
-    codes.add("op-optimized-away")
+    codes |= {"op-optimized-away", "custom-call-replicated"}
     for code in codes:
         entry(code)  # raises on a code missing from the catalogue
     return codes
