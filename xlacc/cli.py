@@ -223,7 +223,7 @@ def run_smoke(
     atol: Optional[float] = typer.Option(None, "--atol", metavar="X", help="Absolute tolerance, a finite number >= 0 (default: by dtype)."),
     timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", help="Seconds each child process may run."),
     bench: bool = typer.Option(False, "--bench", help="Also time the custom call against XLA's own op."),
-    devices: Optional[int] = typer.Option(None, "--devices", help="Shard over N devices (default: every GPU when there are several)."),
+    devices: Optional[int] = typer.Option(None, "--devices", metavar="N", help="Shard over N devices (default: every GPU when there are several)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the custom call in a child process: registration, lowering, numerics, vmap, grad, sharding, speed."""

@@ -168,7 +168,7 @@ def _gather_directory(directory: Path, gathered: _Inputs) -> None:
     from xlacc import spec as spec_module
 
     if hlo_sharding.is_dump(directory):
-        inputs.dumps.append(directory)
+        gathered.dumps.append(directory)
     if (directory / spec_module.SPEC_FILE).is_file():
         spec = spec_module.load(directory)
         gathered.specs.append(spec)
