@@ -57,7 +57,7 @@ def new(
     template: str = typer.Option("add", "--template", "-t", help="add | rms-norm | blank | paged-attention"),
     platform: str = typer.Option("cuda", "--platform", help="cuda | cpu"),
     api: str = typer.Option("ffi", "--api", help="ffi (typed FFI, api_version 4) | legacy (status-returning)"),
-    framework: str = typer.Option("jax,torch-xla", "--framework", help="jax, torch-xla, or both (comma-separated)"),
+    framework: str = typer.Option("jax,torchax,torch-xla", "--framework", help="Any of jax, torchax, torch-xla (comma-separated)."),
     directory: Optional[Path] = typer.Option(None, "--dir", help="Where to write the project (default: ./NAME)."),
     target: Optional[str] = typer.Option(None, "--target", help="The XLA custom_call_target (default: NAME)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="Element types the kernel is built for, e.g. f32 or f32,bf16."),
@@ -148,7 +148,7 @@ def update(
 @app.command("run-smoke")
 def run_smoke(
     project: Path = typer.Argument(Path("."), help="The project directory."),
-    framework: Optional[str] = typer.Option(None, "--framework", help="jax | torch-xla (default: every one the spec names)."),
+    framework: Optional[str] = typer.Option(None, "--framework", help="jax | torchax | torch-xla (default: every one the spec names)."),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="Comma-separated problem sizes (default: 1, an odd size, a large one)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random inputs."),
     rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance (default: by dtype)."),

@@ -51,9 +51,9 @@ PROJECT_FILES: tuple[ProjectFile, ...] = (
     ProjectFile("_common/project/entry_points.j2", "{entry}", XLACC, "the entry points XLA calls; include the kernel"),
     ProjectFile("_common/project/init.py.j2", "{package}/__init__.py", XLACC, "the package: library path, dtypes"),
     ProjectFile("_common/project/testing.py.j2", "{package}/testing.py", XLACC, "test data and tolerances"),
-    ProjectFile("_common/project/jax.py.j2", "{package}/jax.py", XLACC, "JAX bindings (jax.ffi)", lambda s: "jax" in s.frameworks),
+    ProjectFile("_common/project/jax.py.j2", "{package}/jax.py", XLACC, "JAX bindings (jax.ffi)", lambda s: s.uses_jax_module),
     ProjectFile(
-        "_common/project/torch.py.j2", "{package}/torch.py", XLACC, "PyTorch bindings (torch_xla)", lambda s: "torch-xla" in s.frameworks
+        "_common/project/torch.py.j2", "{package}/torch.py", XLACC, "PyTorch bindings (torchax, torch_xla)", lambda s: s.uses_torch_module
     ),
     ProjectFile("_common/project/pyproject.toml.j2", "pyproject.toml", XLACC, "`pip install --no-build-isolation .`"),
     ProjectFile("_common/project/gitignore.j2", ".gitignore", XLACC, "build outputs"),
@@ -66,7 +66,7 @@ class NewRequest:
     template: str = "add"
     platform: str = "cuda"
     api: str = "ffi"
-    frameworks: list[str] = field(default_factory=lambda: ["jax", "torch-xla"])
+    frameworks: list[str] = field(default_factory=lambda: list(specmod.DEFAULT_FRAMEWORKS))
     directory: Path | None = None
     target: str | None = None
     dtypes: list[str] = field(default_factory=list)
@@ -233,6 +233,7 @@ def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
         "version": __version__,
         "vmap_method": vmap_method,
         "vmap_reason": vmap_reason,
+        "shape_checks": shape_checks(spec, meta),
     }
     files = {}
     for entry, path in files_for(spec):
@@ -240,6 +241,13 @@ def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
         files[path] = env.get_template(source).render(context)
     _self_check(spec, files)
     return files
+
+
+def shape_checks(spec: Spec, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The template's shape rules (``[[shape_checks]]`` in template.toml) the torch op checks when it
+    is traced; a rule naming an input the spec no longer has is left out."""
+    names = {t.name for t in spec.inputs}
+    return [check for check in meta.get("shape_checks", []) if set(check["inputs"]) <= names]
 
 
 def _self_check(spec: Spec, files: dict[str, str]) -> None:

@@ -32,7 +32,10 @@ DTYPES = ("f16", "bf16", "f32", "f64", "i32", "i64")
 ATTR_TYPES = ("f32", "f64", "i32", "i64")
 PLATFORMS = ("cuda", "cpu")
 APIS = ("ffi", "legacy")
-FRAMEWORKS = ("jax", "torch-xla")
+FRAMEWORKS = ("jax", "torchax", "torch-xla")
+# What `xlacc new` writes when --framework is not given: JAX, and both PyTorch routes (torchax runs
+# the op on XLA:GPU; torch_xla lowers it, and run-smoke runs what it emits through jaxlib).
+DEFAULT_FRAMEWORKS = ("jax", "torchax", "torch-xla")
 
 # Per spec dtype: the C++ type in a kernel (xlacc/kernel.h), the xlacc::DType and FFI DataType
 # names, the NumPy and torch dtype names, and the element size. Templates render from this table.
@@ -250,12 +253,22 @@ class Spec:
         return f"xlacc_{self.name}_last_error"
 
     @property
+    def uses_jax_module(self) -> bool:
+        """NAME/jax.py is generated: JAX calls it, and torchax lowers the torch op to it."""
+        return "jax" in self.frameworks or "torchax" in self.frameworks
+
+    @property
+    def uses_torch_module(self) -> bool:
+        """NAME/torch.py is generated: the torch op for torchax and torch_xla."""
+        return "torchax" in self.frameworks or "torch-xla" in self.frameworks
+
+    @property
     def needs_ffi(self) -> bool:
-        return "jax" in self.frameworks and self.api == "ffi"
+        return self.uses_jax_module and self.api == "ffi"
 
     @property
     def needs_legacy(self) -> bool:
-        return "torch-xla" in self.frameworks or ("jax" in self.frameworks and self.api == "legacy")
+        return "torch-xla" in self.frameworks or (self.uses_jax_module and self.api == "legacy")
 
     @property
     def entry_points(self) -> tuple[str, ...]:
