@@ -104,7 +104,7 @@ shape = "x"
     [
         (("platform = \"cuda\"", "platform = \"gpu\""), "op.platform", "cuda, cpu"),
         (("api = \"ffi\"", "api = \"typed\""), "op.api", "ffi, legacy"),
-        (("frameworks = [\"jax\", \"torch-xla\"]", "frameworks = [\"tensorflow\"]"), "op.frameworks", "jax, torch-xla"),
+        (("frameworks = [\"jax\", \"torch-xla\"]", "frameworks = [\"tensorflow\"]"), "op.frameworks", "jax, torchax, torch-xla"),
         (("dtype = [\"f32\", \"bf16\"]\nshape = [\"rows\"", "dtype = \"float32\"\nshape = [\"rows\""), "inputs[0].dtype", "f16, bf16, f32"),
         (("type = \"f32\"", "type = \"string\""), "attrs[0].type", "f32, f64, i32, i64"),
         (("shape = \"x\"", "shape = \"z\""), "outputs[0].shape", "x, weight"),

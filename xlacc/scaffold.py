@@ -55,6 +55,13 @@ PROJECT_FILES: tuple[ProjectFile, ...] = (
     ProjectFile(
         "_common/project/torch.py.j2", "{package}/torch.py", XLACC, "PyTorch bindings (torchax, torch_xla)", lambda s: s.uses_torch_module
     ),
+    ProjectFile(
+        "{template}/decode_torchax.py.j2",
+        "decode_torchax.py",
+        USER,
+        "a decode step from PyTorch through torchax, as vLLM's TPU backend runs one",
+        lambda s: s.template == "paged-attention" and "torchax" in s.frameworks,
+    ),
     ProjectFile("_common/project/pyproject.toml.j2", "pyproject.toml", XLACC, "`pip install --no-build-isolation .`"),
     ProjectFile("_common/project/gitignore.j2", ".gitignore", XLACC, "build outputs"),
 )
