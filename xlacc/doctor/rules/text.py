@@ -452,6 +452,59 @@ RULES: tuple[TextRule, ...] = (
         r"(?P<msg>static-global-template-stub=true[^.]{0,200}must\s+have\s+a\s+definition\s+in\s+the\s+current\s+translation\s+unit)",
         Cause("template-stub-link", 0.9),
     ),
+    # -- torchax 0.0.13 (texts reproduced with torch 2.9.0 and jax 0.10.2) ---------------------
+    _rule(
+        "torchax-operator-not-found",
+        r"Operator\s+with\s+name\s+(?P<op>[\w:.]+)\s+has\s+no\s+lowering",
+        Cause("torchax-no-lowering", 0.9, title="`{op}` has no torchax lowering"),
+    ),
+    _rule(
+        "torchax-math-outside",
+        # The frames of a torch.library op before the message tell a missing lowering from code
+        # that ran outside the environment: both end in this one text.
+        r"(?P<library>torch/_library/.{0,6000}?)?torchax\s+Tensors\s+can\s+only\s+do\s+math\s+within\s+the\s+torchax\s+environment",
+        Cause(
+            "torchax-no-lowering",
+            0.85,
+            "The traceback passes through torch/_library: a torch.library op ran its own implementation on torchax "
+            "tensors, inside the environment, because torchax has no lowering for it.",
+            title="a torch.library op has no torchax lowering",
+            when=("library", "."),
+        ),
+        Cause(
+            "torchax-mixed-tensors",
+            0.3,
+            "If this code ran outside `with torchax.default_env():`, the tensor was only used outside the environment.",
+            title="a torchax tensor may have been used outside torchax's environment",
+            when=("library", "."),
+        ),
+        Cause(
+            "torchax-mixed-tensors",
+            0.8,
+            "No torch.library frame in the traceback: a torchax tensor was used outside `with torchax.default_env():`.",
+            title="a torchax tensor was used outside torchax's environment",
+            unless=("library", "."),
+        ),
+        Cause(
+            "torchax-no-lowering",
+            0.35,
+            "If it did run inside the environment, on a torch.library op, that op has no torchax lowering.",
+            title="a torch.library op may have no torchax lowering",
+            unless=("library", "."),
+        ),
+    ),
+    _rule(
+        "torchax-plain-tensor",
+        r"(?P<msg>Expect\s+a\s+Tensor\s+or\s+a\s+View\s+but\s+got\s+<class\s+'torch\.Tensor'>"
+        r"|_jax_view\s.{0,400}?AssertionError:\s*<class\s+'torch\.Tensor'>)",
+        Cause("torchax-mixed-tensors", 0.9, title="a plain torch tensor met torchax tensors"),
+    ),
+    _rule(
+        "torchax-jax-array",
+        r"(?P<msg>must\s+be\s+Tensor,\s+not\s+jaxlib\.[\w.]*ArrayImpl"
+        r"|unsupported\s+operand\s+type\(s\)\s+for\s+\S+:\s+'Tensor'\s+and\s+'jaxlib\.[\w.]*ArrayImpl')",
+        Cause("torchax-mixed-tensors", 0.8, title="a jax array was given to a torch op"),
+    ),
 )
 
 # An HLO or StableHLO module, and the custom call it should hold.
