@@ -24,7 +24,7 @@ if shutil.which("g++") is None:
 
 from test_smoke_support import append, checks, codes, new_project, numerics_checks, run_smoke  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.torchax]
 TEMPLATES = scaffold.available_templates()
 CPU_TEMPLATES = sorted(name for name, meta in TEMPLATES.items() if "cpu" in meta.get("platforms", ("cpu",)))
 SMALL_SIZES = "1,1001,65536"

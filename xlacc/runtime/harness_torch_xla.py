@@ -161,7 +161,7 @@ class TorchXlaHarness(Harness):
         else:
             self.run_through_jaxlib()
         if self.args.bench:
-            self.check("bench", None, "--bench times the JAX binding only")
+            self.check("bench", None, "--bench times the jax and torchax routes (torch_xla cannot run the op itself)")
         return self.finish()
 
     def run_through_jaxlib(self) -> None:
