@@ -16,14 +16,17 @@ ARTIFACTS = Path(__file__).parent / "artifacts" / "doctor"
 
 # The codes the issue names, by group: stable, exactly these.
 ISSUE_CODES = {
-    "environment": {"nvcc-missing", "no-gpu", "torch-xla-no-cuda", "torch-xla-version-mismatch", "jax-legacy-api-removed", "ffi-api-skew"},
+    "environment": {
+        "nvcc-missing", "no-gpu", "torch-xla-no-cuda", "torch-xla-version-mismatch", "jax-legacy-api-removed", "ffi-api-skew",
+        "jax-preallocation",  # issue 11
+    },
     "registration": {
         "platform-name", "api-version-mismatch", "api-version-invalid", "legacy-api-deprecated", "target-not-registered",
         "capsule-required", "fixed-target-api", "operand-mismatch", "result-mismatch", "backend-config-invalid", "output-dtype-type",
     },
     "library": {"library-invalid", "library-not-found", "dependency-missing", "symbol-missing", "symbol-mangled", "symbol-hidden", "arch-mismatch"},
     "source": {"hardcoded-size", "stream-ignored", "unchecked-launch", "host-sync-in-handler", "ld-preload", "op-optimized-away"},
-    "runtime": {"kernel-crash", "cuda-init-before-fork"},
+    "runtime": {"kernel-crash", "cuda-init-before-fork", "torchax-no-lowering", "torchax-mixed-tensors"},  # torchax: issue 11
     "project": {"spec-changed", "update-conflict", "template-stub-link"},
 }
 

@@ -490,7 +490,7 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "Set `XLA_PYTHON_CLIENT_PREALLOCATE=false` before jax starts (in the shell, or `os.environ` before `import jax`), "
         "or cap jax's share with `XLA_PYTHON_CLIENT_MEM_FRACTION=0.4`; xlacc's torchax harness and the generated "
         "examples set the first.",
-        "`torch.OutOfMemoryError: CUDA out of memory. ... this process has 59.41 GiB memory in use. Of the allocated memory 0 bytes is allocated by PyTorch`",
+        "`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 39.59 GiB. ... this process has 59.92 GiB memory in use. Of the allocated memory 0 bytes is allocated by PyTorch`",
     ),
 )
 

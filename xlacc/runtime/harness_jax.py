@@ -367,9 +367,9 @@ class JaxHarness(Harness):
         )
 
 
-def time_call(function: Any, args: list[Any], wait: Any = None) -> tuple[float, int]:
+def time_call(function: Any, args: list[Any], wait: Any = None, sample_seconds: float = BENCH_SAMPLE_SECONDS) -> tuple[float, int]:
     """Median seconds per call after warm-up, and how many samples were taken. Each sample runs
-    the call back to back enough times to last BENCH_SAMPLE_SECONDS and waits once at the end, so
+    the call back to back enough times to last ``sample_seconds`` and waits once at the end, so
     a short kernel is timed, not the host's dispatch and wait. ``wait(result)`` blocks until a
     result is computed (default: jax.block_until_ready)."""
     import jax
@@ -377,7 +377,7 @@ def time_call(function: Any, args: list[Any], wait: Any = None) -> tuple[float, 
     wait = wait or jax.block_until_ready
     for _ in range(BENCH_WARMUP):
         wait(function(*args))
-    reps = calls_per_sample(function, args, wait)
+    reps = calls_per_sample(function, args, wait, sample_seconds)
     samples: list[float] = []
     deadline = time.perf_counter() + BENCH_SECONDS
     while len(samples) < BENCH_MIN_SAMPLES or (len(samples) < BENCH_MAX_SAMPLES and time.perf_counter() < deadline):
@@ -389,11 +389,11 @@ def time_call(function: Any, args: list[Any], wait: Any = None) -> tuple[float, 
     return statistics.median(samples), len(samples)
 
 
-def calls_per_sample(function: Any, args: list[Any], wait: Any) -> int:
+def calls_per_sample(function: Any, args: list[Any], wait: Any, sample_seconds: float = BENCH_SAMPLE_SECONDS) -> int:
     start = time.perf_counter()
     wait(function(*args))
     once = max(time.perf_counter() - start, 1e-7)
-    return int(min(BENCH_MAX_REPS, max(1, BENCH_SAMPLE_SECONDS // once)))
+    return int(min(BENCH_MAX_REPS, max(1, sample_seconds // once)))
 
 
 # -- jax's registries -----------------------------------------------------------------------------

@@ -23,7 +23,9 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import os
+import statistics
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,11 @@ CHILD_JAX_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
 # The torch ops the program wraps the op in, and the StableHLO ops they lower to.
 TORCH_OPS_IN_PROGRAM = ("stablehlo.add", "stablehlo.multiply")
 TORCH_REFERENCE = "torch_reference"
+# Each timed sample queues calls for this long: the cost of an op in a running program, where
+# torchax's Python dispatch (longer than jax's) overlaps the GPU's work. The dispatch itself is
+# reported apart as the latency of one call waited for.
+STEADY_SAMPLE_SECONDS = 0.02
+LATENCY_CALLS = 20
 
 
 class TorchaxHarness(JaxHarness):
@@ -149,12 +156,13 @@ class TorchaxHarness(JaxHarness):
         size, dtype = max(sizes), self.project.dtypes()[0]
         operands, attrs = self.project.example_inputs(size, np.random.default_rng(self.args.seed), dtype)
         tensors = self.to_jax_tensors(operands)
-        on_torchax = self.jitted(self.torch_op(attrs))
-        custom_s, samples = time_call(lambda *ts: self._unwrap(on_torchax(*ts)), tensors)
-        outputs = [np.asarray(o) for o in self._unwrap(on_torchax(*tensors))]
+        jitted = self.jitted(self.torch_op(attrs))
+        on_torchax = lambda *ts: self._unwrap(jitted(*ts))  # noqa: E731 - the jax arrays, to wait on
+        custom_s, samples = time_call(on_torchax, tensors, sample_seconds=STEADY_SAMPLE_SECONDS)
+        outputs = [np.asarray(o) for o in on_torchax(*tensors)]
         moved = self.project.bytes_moved(operands, outputs)
-        jax_op = jax.jit(super().op(attrs))
-        jax_s, _ = time_call(jax_op, self.put(operands))
+        jax_op, arrays = jax.jit(super().op(attrs)), self.put(operands)
+        jax_s, _ = time_call(jax_op, arrays, sample_seconds=STEADY_SAMPLE_SECONDS)
         result: dict[str, Any] = {
             "size": size,
             "dtype": "/".join(dict.fromkeys(spec_dtype(a) for a in operands)),
@@ -165,6 +173,8 @@ class TorchaxHarness(JaxHarness):
             "torchax_gbps": moved / custom_s / 1e9,
             "jax_us": jax_s * 1e6,
             "torchax_over_jax": custom_s / jax_s,
+            "torchax_latency_us": latency(on_torchax, tensors) * 1e6,
+            "jax_latency_us": latency(jax_op, arrays) * 1e6,
         }
         baselines = self.bench_plain_torch(operands, attrs, tensors, moved)
         result.update(baselines)
@@ -181,7 +191,7 @@ class TorchaxHarness(JaxHarness):
         out: dict[str, Any] = {}
         try:
             on_torchax = self.jitted(plain)
-            plain_s, _ = time_call(lambda *ts: self._unwrap(on_torchax(*ts)), tensors)
+            plain_s, _ = time_call(lambda *ts: self._unwrap(on_torchax(*ts)), tensors, sample_seconds=STEADY_SAMPLE_SECONDS)
             out.update(plain_torchax_us=plain_s * 1e6, plain_torchax_gbps=moved / plain_s / 1e9)
         except Exception as exc:  # a torch op torchax cannot lower: say so, keep the other rows
             import traceback
@@ -194,7 +204,7 @@ class TorchaxHarness(JaxHarness):
         eager_inputs = [to_torch(a).to(device) for a in operands]
         wait = torch.cuda.synchronize if device == "cuda" else (lambda *_: None)
         with torch.no_grad():
-            eager_s, _ = time_call(plain, eager_inputs, wait=lambda _: wait())
+            eager_s, _ = time_call(plain, eager_inputs, wait=lambda _: wait(), sample_seconds=STEADY_SAMPLE_SECONDS)
         out.update(eager_device=device, eager_us=eager_s * 1e6, eager_gbps=moved / eager_s / 1e9)
         return out
 
@@ -203,10 +213,23 @@ class TorchaxHarness(JaxHarness):
         return [out.jax() for out in as_tuple(outputs)]
 
 
+def latency(function: Any, args: list[Any]) -> float:
+    """Median seconds of one call waited for: the dispatch a lone call pays."""
+    import jax
+
+    times = []
+    for _ in range(LATENCY_CALLS):
+        start = time.perf_counter()
+        jax.block_until_ready(function(*args))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def bench_detail(label: str, result: dict[str, Any]) -> str:
     parts = [
         f"{label}: custom call from torch under torchax {result['torchax_us']:.1f} us ({result['torchax_gbps']:.1f} GB/s), "
-        f"{result['torchax_over_jax']:.3f}x the time of the same call from jax ({result['jax_us']:.1f} us)"
+        f"{result['torchax_over_jax']:.3f}x the time of the same call from jax ({result['jax_us']:.1f} us); "
+        f"one call waited for: {result['torchax_latency_us']:.1f} us from torch, {result['jax_latency_us']:.1f} us from jax"
     ]
     if "plain_torchax_us" in result:
         parts.append(f"plain torch under torchax {result['plain_torchax_us']:.1f} us ({result['plain_torchax_gbps']:.1f} GB/s)")

@@ -505,6 +505,20 @@ RULES: tuple[TextRule, ...] = (
         r"|unsupported\s+operand\s+type\(s\)\s+for\s+\S+:\s+'Tensor'\s+and\s+'jaxlib\.[\w.]*ArrayImpl')",
         Cause("torchax-mixed-tensors", 0.8, title="a jax array was given to a torch op"),
     ),
+    _rule(
+        # torch 2.11 on an H100 after jax 0.11.2 started with its default preallocation.
+        "torch-oom-beside-jax",
+        r"CUDA\s+out\s+of\s+memory\.\s+Tried\s+to\s+allocate\s+(?P<want>[\d.]+\s*[KMGT]?i?B)\b.{0,300}?"
+        r"this\s+process\s+has\s+(?P<used>[\d.]+\s*[KMGT]?i?B)\s+memory\s+in\s+use\.\s+"
+        r"Of\s+the\s+allocated\s+memory\s+(?P<torch>[\d.]+\s*(?:bytes|[KM]iB))\s+is\s+allocated\s+by\s+PyTorch",
+        Cause(
+            "jax-preallocation",
+            0.8,
+            "This process holds {used} of GPU memory but PyTorch allocated only {torch} of it: another allocator in "
+            "the process holds the rest, and with torchax that is jax's pool.",
+            title="torch could not get {want}: the process holds {used}, PyTorch only {torch}",
+        ),
+    ),
 )
 
 # An HLO or StableHLO module, and the custom call it should hold.
