@@ -74,6 +74,10 @@ def test_a_generated_project_compiles_its_entry_points_which_include_the_kernel(
         ("cuda", "legacy", ["jax"], 2, 2, "CUDA", ("xlacc_op_legacy", "xlacc_op_last_error")),
         ("cpu", "legacy", ["jax"], 3, 3, "cpu", ("xlacc_op_legacy", "xlacc_op_last_error")),
         ("cpu", "ffi", ["torch-xla"], 4, 3, "cpu", ("xlacc_op_legacy", "xlacc_op_last_error")),
+        # torchax lowers the torch op to the jax function: it needs what jax needs
+        ("cuda", "ffi", ["torchax"], 4, 2, "CUDA", ("xlacc_op_ffi",)),
+        ("cuda", "legacy", ["torchax"], 2, 2, "CUDA", ("xlacc_op_legacy", "xlacc_op_last_error")),
+        ("cuda", "ffi", ["torchax", "torch-xla"], 4, 2, "CUDA", ("xlacc_op_ffi", "xlacc_op_legacy", "xlacc_op_last_error")),
     ],
 )
 def test_api_versions_follow_platform_and_api(tmp_path, platform, api, frameworks, jax_api, legacy_api, jax_platform, entry_points):

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from xlacc.runtime import hlo
-from xlacc.runtime.harness import DEFAULT_SIZES, as_tuple, case_label, first_line, load_project, parse_args, spec_dtype
+from xlacc.runtime.harness import DEFAULT_SIZES, as_tuple, case_label, first_line, parse_args, spec_dtype
 from xlacc.runtime.harness_jax import JaxHarness, time_call
 from xlacc.runtime.records import RecordWriter
 from xlacc.runtime.torch_arrays import from_torch, to_torch
