@@ -1,6 +1,6 @@
-"""What both harnesses share: arguments, loading the project's Python files, steps that record.
+"""What the harnesses share: arguments, loading the project's Python files, steps that record.
 
-Imported only in the child process (it imports NumPy); the harnesses add jax or torch_xla.
+Imported only in the child process (it imports NumPy); the harnesses add jax, torchax or torch_xla.
 """
 
 from __future__ import annotations
