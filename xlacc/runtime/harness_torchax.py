@@ -124,8 +124,10 @@ class TorchaxHarness(JaxHarness):
         packet = getattr(torch.ops.xlacc, self.spec.name, None)
         if packet is None:
             return False, f"{self.spec.package}.torch defines no torch op {name}"
-        lowered = self.env._ops.get(packet.default) if hasattr(self.env, "_ops") else None  # torchax keeps overrides there
-        if hasattr(self.env, "_ops") and lowered is None:
+        table = getattr(self.env, "_ops", None)  # torchax 0.0.13 keeps its lowerings, overrides included, here
+        if table is None:
+            return True, "register_torchax() ran; this torchax keeps no table of lowerings to check, so the program below is the proof"
+        if packet.default not in table:
             return False, f"{name} has no lowering in torchax's environment after register_torchax()"
         return True, f"{name} lowers to {self.spec.package}.jax.{self.spec.name} in torchax's environment"
 
