@@ -30,7 +30,7 @@ class World:
         self.outputs: dict[str, tuple[int, str]] = {}
         self.nvcc: Compiler | None = Compiler(Path("/usr/local/cuda/bin/nvcc"), "13.0.48", "nvcc", "PATH")
         self.include: Path | None = None
-        for variable in ("PJRT_DEVICE", "XLA_FLAGS", *environment.INCLUDE_PATH_VARIABLES):
+        for variable in ("PJRT_DEVICE", "XLA_FLAGS", *environment.INCLUDE_PATH_VARIABLES, *environment.JAX_ALLOCATOR_SETTINGS):
             monkeypatch.delenv(variable, raising=False)
         monkeypatch.setattr(environment, "package_version", self.versions.get)
         monkeypatch.setattr(environment, "find_executable", self.executables.get)
@@ -81,7 +81,7 @@ def test_a_healthy_gpu_machine_is_clean(world):
     assert result["checks"]["GPUs"].detail == "NVIDIA H200 (sm_90); driver 570.86.15"
     assert result["checks"]["nvcc"].detail.startswith("13.0.48 (CUDA 13.0)")
     assert "FFI API 0.3" in result["checks"]["XLA FFI headers"].detail
-    assert list(result["checks"]) == ["Python", "jax", "XLA FFI headers", "torch_xla", "PJRT_DEVICE", "nvcc", "GPUs", "XLA_FLAGS"]
+    assert list(result["checks"]) == ["Python", "jax", "XLA FFI headers", "torch_xla", "torchax", "PJRT_DEVICE", "nvcc", "GPUs", "XLA_FLAGS"]
 
 
 def test_no_nvcc(world):
@@ -169,6 +169,37 @@ def test_xla_flags_are_shown(world, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_enable_command_buffer=")
     check = world.run()["checks"]["XLA_FLAGS"]
     assert check.ok is True and check.detail == "--xla_gpu_enable_command_buffer="
+
+
+@pytest.mark.parametrize(
+    "torch, jax, drifted",
+    [("2.9.0+cu128", "0.10.2", []), ("2.11.0", "0.11.2", []), ("2.12.0", "0.10.2", ["torch 2.12.0"]), ("2.9.0", "0.12.0", ["jax 0.12.0"])],
+)
+def test_torchax_versions_say_when_they_drift_from_the_tested_set(world, torch, jax, drifted):
+    world.versions.update({"torchax": "0.0.13", "torch": torch, "jax": jax})
+    check = world.run()["checks"]["torchax"]
+    assert check.ok is True and f"torchax 0.0.13, torch {torch}, jax {jax}" in check.detail
+    if drifted:
+        assert f"{drifted[0]} drift from the tested releases" in check.detail and "pip install 'xlacc[torchax]'" in check.detail
+    else:
+        assert check.detail.endswith("a tested set")
+
+
+def test_torchax_not_installed_is_skipped(world):
+    world.versions.update({"torch": "2.9.0"})
+    assert world.run()["checks"]["torchax"].ok is None
+
+
+@pytest.mark.parametrize("setting", [None, ("XLA_PYTHON_CLIENT_PREALLOCATE", "false"), ("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.4")])
+def test_torchax_on_a_gpu_warns_that_jax_takes_the_memory_torch_needs(world, monkeypatch, setting):
+    world.versions.update({"torchax": "0.0.13", "torch": "2.11.0", "jax": "0.11.2"})
+    world.gpu()
+    if setting:
+        monkeypatch.setenv(*setting)
+    codes = world.run()["codes"]
+    assert ("jax-preallocation" in codes) is (setting is None)
+    if setting is None:
+        assert finding(world.run(), "jax-preallocation").severity == "warning"
 
 
 def test_release_parsing():

@@ -17,7 +17,10 @@ ARTIFACTS = Path(__file__).parent / "artifacts" / "doctor"
 
 # Every code xlacc gives, by group: stable, exactly these.
 ISSUE_CODES = {
-    "environment": {"nvcc-missing", "no-gpu", "torch-xla-no-cuda", "torch-xla-version-mismatch", "jax-legacy-api-removed", "ffi-api-skew"},
+    "environment": {
+        "nvcc-missing", "no-gpu", "torch-xla-no-cuda", "torch-xla-version-mismatch", "jax-legacy-api-removed", "ffi-api-skew",
+        "jax-preallocation",
+    },
     "build": {"compile-error", "compiler-warning", "library-unreadable"},
     "registration": {
         "platform-name", "api-version-mismatch", "api-version-invalid", "legacy-api-deprecated", "target-not-registered",
@@ -27,7 +30,7 @@ ISSUE_CODES = {
     "library": {"library-invalid", "library-not-found", "dependency-missing", "symbol-missing", "symbol-mangled", "symbol-hidden", "arch-mismatch"},
     "source": {"hardcoded-size", "stream-ignored", "unchecked-launch", "host-sync-in-handler", "ld-preload", "op-optimized-away",
                "buffer-order", "opaque-unchecked", "exception-escapes"},
-    "runtime": {"kernel-crash", "cuda-init-before-fork"},
+    "runtime": {"kernel-crash", "cuda-init-before-fork", "torchax-no-lowering", "torchax-mixed-tensors"},
     "project": {"spec-changed", "update-conflict", "template-stub-link"},
     "transforms": {"custom-call-replicated", "sharding-rule-missing", "vmap-method-missing", "grad-undefined"},
 }

@@ -208,3 +208,26 @@ def test_diagnose_output_imports_nothing_heavy():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
     assert done.stdout.strip() == "[]", done.stderr
+
+
+# -- torchax ----------------------------------------------------------------------------------------
+
+TORCH_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 39.59 GiB. GPU 0 has a total capacity of 79.18 GiB "
+    "of which 19.25 GiB is free. Including non-PyTorch memory, this process has 59.92 GiB memory in use. Of the "
+    "allocated memory {torch} is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated."
+)
+
+
+def test_torch_oom_blames_jax_only_when_pytorch_holds_next_to_nothing():
+    blamed = text.diagnose_text(TORCH_OOM.format(torch="0 bytes"))
+    assert codes(blamed) == ["jax-preallocation"] and "PyTorch only 0 bytes" in blamed[0].title
+    assert codes(text.diagnose_text(TORCH_OOM.format(torch="58.20 GiB"))) == []
+
+
+def test_a_missing_lowering_is_told_from_code_outside_the_environment_by_the_library_frames():
+    message = "AssertionError: torchax Tensors can only do math within the torchax environment.Please wrap your code"
+    inside = ranked(text.diagnose_text('  File "/x/torch/_library/autograd.py", line 111, in autograd_impl\n' + message))
+    outside = ranked(text.diagnose_text('  File "model.py", line 3, in <module>\n' + message))
+    assert codes(inside) == ["torchax-no-lowering", "torchax-mixed-tensors"]
+    assert codes(outside) == ["torchax-mixed-tensors", "torchax-no-lowering"]

@@ -32,6 +32,7 @@ def project_files(project):
         ("cuda", ["jax", "torch-xla"], {"kernel.cu", "myop/_entry_points.cu", "myop/jax.py", "myop/_jax_transforms.py", "myop/torch.py"}),
         ("cpu", ["jax"], {"kernel.cc", "myop/_entry_points.cc", "myop/jax.py", "myop/_jax_transforms.py"}),
         ("cuda", ["torch-xla"], {"kernel.cu", "myop/_entry_points.cu", "myop/torch.py"}),
+        ("cpu", ["torchax"], {"kernel.cc", "myop/_entry_points.cc", "myop/jax.py", "myop/_jax_transforms.py", "myop/torch.py"}),  # torchax calls NAME.jax
     ],
 )
 def test_files_follow_platform_and_frameworks(tmp_path, platform, frameworks, expected):
@@ -209,6 +210,17 @@ def test_generated_code_carries_the_facts(tmp_path):
     assert 'PLATFORM = "CUDA"' in torch_ops and "API_VERSION = 2" in torch_ops
     assert "PyCapsule_New" in torch_ops and "torch.float32" in torch_ops
     assert "const int size" not in kernel  # sizes come from the buffers or backend_config
+
+
+@pytest.mark.parametrize("frameworks, written", [(["jax", "torchax"], True), (["jax", "torch-xla"], False)])
+def test_a_paged_attention_project_for_torchax_gets_the_decode_example(tmp_path, frameworks, written):
+    scaffold.create(request(tmp_path, template="paged-attention", frameworks=frameworks))
+    example = tmp_path / "myop" / "decode_torchax.py"
+    assert example.is_file() is written
+    if written:
+        text = example.read_text()
+        assert "from myop.torch import myop as paged_attention" in text and "interop.torch_view(self.cache.key)" in text
+        assert scaffold.owner_of(specmod.load(tmp_path / "myop"), "decode_torchax.py") == scaffold.USER
 
 
 @pytest.mark.parametrize("template", ["add", "rms-norm", "blank", "paged-attention"])

@@ -1,9 +1,10 @@
-"""run-smoke --framework torch-xla: every template's torch.library op lowers to the right custom call
-on torch_xla's CPU device; ops broken on purpose are caught from the HLO alone.
+"""run-smoke --framework torch-xla: every template's torch op lowers to the right custom call on
+torch_xla's CPU device, and the program torch_xla emits runs through jaxlib's XLA (cpu projects);
+ops broken on purpose are caught from the HLO alone.
 
-torch_xla 2.9 (PyPI) cannot register or run a custom call, so a passing run explains it
-(torch-xla-no-cuda) and exits 3 (EXIT_NEEDS_GPU) for a cuda project, 0 for a cpu one: exit 3 means
-hardware this machine lacks, and no hardware runs a cpu custom call on this torch_xla.
+torch_xla 2.9 (PyPI) cannot register or run a custom call: a cpu project's run passes (exit 0)
+with the torch-xla-no-cuda note, a cuda project's stops after the lowering and exits 3
+(EXIT_NEEDS_GPU) where jax sees no GPU.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ CASES = [
 ]
 API_VERSIONS = {"cpu": "API_VERSION_STATUS_RETURNING_UNIFIED", "cuda": "API_VERSION_STATUS_RETURNING"}
 LOWERING_CHECKS = ("lowering", "backend_config", "operands", "results")
+SMALL_SIZES = "1,1001,65536"
 
 
 def torch_xla_project(root: Path, name: str, template: str = "add", platform: str = "cpu") -> Path:
@@ -48,8 +50,7 @@ def torch_xla_project(root: Path, name: str, template: str = "add", platform: st
 @pytest.mark.parametrize("template,platform", CASES)
 def test_every_template_lowers_to_its_custom_call(tmp_path, template, platform):
     project = torch_xla_project(tmp_path, f"{template.replace('-', '_')}_{platform}", template, platform)
-    code, payload, _ = run_smoke(project, "--framework", "torch-xla")
-    assert code == (EXIT_NEEDS_GPU if platform == "cuda" else EXIT_OK), payload
+    code, payload, _ = run_smoke(project, "--framework", "torch-xla", *(["--sizes", SMALL_SIZES] if platform == "cpu" else []))
     by_name = checks(payload)
     for name in LOWERING_CHECKS:
         assert by_name[name]["ok"] is True, by_name[name]
@@ -57,9 +58,18 @@ def test_every_template_lowers_to_its_custom_call(tmp_path, template, platform):
     assert API_VERSIONS[platform] in by_name["lowering"]["detail"]
     assert "follows the operands' shapes" in by_name["backend_config"]["detail"]
     assert by_name["registration"]["ok"] is None and "RegisterCustomCall not implemented" in by_name["registration"]["detail"]
-    assert by_name["numerics"]["ok"] is None
     assert codes(payload) == ["torch-xla-no-cuda"]
     assert payload["diagnosis"][0]["severity"] == "info"
+    if platform == "cuda":  # no GPU for jax here: the emitted program cannot run
+        assert code == EXIT_NEEDS_GPU, payload
+        assert by_name["numerics"]["ok"] is None
+        return
+    assert code == EXIT_OK, payload
+    execution = by_name["execution"]["detail"]
+    assert "XLA:CPU" in execution and "torch_xla's own runtime is not used" in execution and "api_version 3" in execution
+    numerics = [c for c in payload["checks"] if c["name"].startswith("numerics")]
+    assert len(numerics) == 3 * len(TEMPLATES[template]["dtypes"])
+    assert all(c["ok"] is True and c["detail"].startswith("run by jaxlib, not torch_xla: seed 0:") for c in numerics), numerics
 
 
 def test_swapped_operands_are_caught(tmp_path):

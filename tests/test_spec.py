@@ -74,6 +74,10 @@ def test_a_generated_project_compiles_its_entry_points_which_include_the_kernel(
         ("cuda", "legacy", ["jax"], 2, 2, "CUDA", ("xlacc_op_legacy", "xlacc_op_last_error")),
         ("cpu", "legacy", ["jax"], 3, 3, "cpu", ("xlacc_op_legacy", "xlacc_op_last_error")),
         ("cpu", "ffi", ["torch-xla"], 4, 3, "cpu", ("xlacc_op_legacy", "xlacc_op_last_error")),
+        # torchax lowers the torch op to the jax function: it needs what jax needs
+        ("cuda", "ffi", ["torchax"], 4, 2, "CUDA", ("xlacc_op_ffi",)),
+        ("cuda", "legacy", ["torchax"], 2, 2, "CUDA", ("xlacc_op_legacy", "xlacc_op_last_error")),
+        ("cuda", "ffi", ["torchax", "torch-xla"], 4, 2, "CUDA", ("xlacc_op_ffi", "xlacc_op_legacy", "xlacc_op_last_error")),
     ],
 )
 def test_api_versions_follow_platform_and_api(tmp_path, platform, api, frameworks, jax_api, legacy_api, jax_platform, entry_points):
@@ -104,7 +108,7 @@ shape = "x"
     [
         (("platform = \"cuda\"", "platform = \"gpu\""), "op.platform", "cuda, cpu"),
         (("api = \"ffi\"", "api = \"typed\""), "op.api", "ffi, legacy"),
-        (("frameworks = [\"jax\", \"torch-xla\"]", "frameworks = [\"tensorflow\"]"), "op.frameworks", "jax, torch-xla"),
+        (("frameworks = [\"jax\", \"torch-xla\"]", "frameworks = [\"tensorflow\"]"), "op.frameworks", "jax, torchax, torch-xla"),
         (("dtype = [\"f32\", \"bf16\"]\nshape = [\"rows\"", "dtype = \"float32\"\nshape = [\"rows\""), "inputs[0].dtype", "f16, bf16, f32"),
         (("type = \"f32\"", "type = \"string\""), "attrs[0].type", "f32, f64, i32, i64"),
         (("shape = \"x\"", "shape = \"z\""), "outputs[0].shape", "x, weight"),

@@ -119,7 +119,7 @@ def new(
     template: str = typer.Option("add", "--template", "-t", metavar="TEMPLATE", help="add, rms-norm, blank or paged-attention."),
     platform: str = typer.Option("cuda", "--platform", metavar="cuda|cpu", help="Where the kernel runs: an NVIDIA GPU or XLA:CPU."),
     api: str = typer.Option("ffi", "--api", metavar="ffi|legacy", help="ffi: typed FFI (api_version 4); legacy: status-returning (2 on cuda, 3 on cpu)."),
-    framework: str = typer.Option("jax,torch-xla", "--framework", metavar="FRAMEWORK[,FRAMEWORK]", help="jax, torch-xla, or both."),
+    framework: str = typer.Option("jax,torchax,torch-xla", "--framework", metavar="FRAMEWORK[,FRAMEWORK]", help="Any of jax, torchax, torch-xla."),
     directory: Optional[Path] = typer.Option(None, "--dir", metavar="DIR", help="Where to write the project (default: ./NAME)."),
     target: Optional[str] = typer.Option(None, "--target", metavar="TARGET", help="The XLA custom_call_target (default: NAME)."),
     dtype: Optional[str] = typer.Option(None, "--dtype", metavar="DTYPE[,DTYPE]", help="Element types the kernel is built for, such as f32 or f32,bf16."),
@@ -216,7 +216,7 @@ def update(
 @command("run-smoke")
 def run_smoke(
     project: Path = typer.Argument(Path("."), metavar="[DIR]", show_default=False, help="The project directory (default: .)."),
-    framework: Optional[str] = typer.Option(None, "--framework", metavar="jax|torch-xla", help="Run one framework (default: every one the spec names)."),
+    framework: Optional[str] = typer.Option(None, "--framework", metavar="jax|torchax|torch-xla", help="Run one framework (default: every one the spec names)."),
     sizes: Optional[str] = typer.Option(None, "--sizes", metavar="N[,N]", help="Element counts to check (default: 1, an odd size and a large one)."),
     seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the random inputs."),
     rtol: Optional[float] = typer.Option(None, "--rtol", metavar="X", help="Relative tolerance, a finite number >= 0 (default: by dtype)."),

@@ -54,13 +54,20 @@ PROJECT_FILES: tuple[ProjectFile, ...] = (
     ProjectFile("_common/project/entry_points.j2", "{entry}", XLACC, "the entry points XLA calls; include the kernel"),
     ProjectFile("_common/project/init.py.j2", "{package}/__init__.py", XLACC, "the package: library path, dtypes"),
     ProjectFile("_common/project/testing.py.j2", "{package}/testing.py", XLACC, "test data and tolerances"),
-    ProjectFile("_common/project/jax.py.j2", "{package}/jax.py", XLACC, "JAX bindings (jax.ffi)", lambda s: "jax" in s.frameworks),
+    ProjectFile("_common/project/jax.py.j2", "{package}/jax.py", XLACC, "JAX bindings (jax.ffi)", lambda s: s.uses_jax_module),
     ProjectFile(
         "_common/project/jax_transforms.py.j2", "{package}/_jax_transforms.py", XLACC, "sharding, vmap and grad for JAX",
-        lambda s: "jax" in s.frameworks,
+        lambda s: s.uses_jax_module,
     ),
     ProjectFile(
-        "_common/project/torch.py.j2", "{package}/torch.py", XLACC, "PyTorch bindings (torch_xla)", lambda s: "torch-xla" in s.frameworks
+        "_common/project/torch.py.j2", "{package}/torch.py", XLACC, "PyTorch bindings (torchax, torch_xla)", lambda s: s.uses_torch_module
+    ),
+    ProjectFile(
+        "{template}/decode_torchax.py.j2",
+        "decode_torchax.py",
+        USER,
+        "a decode step from PyTorch through torchax, as vLLM's TPU backend runs one",
+        lambda s: s.template == "paged-attention" and "torchax" in s.frameworks,
     ),
     ProjectFile("_common/project/pyproject.toml.j2", "pyproject.toml", XLACC, "`pip install --no-build-isolation .`"),
     ProjectFile("_common/project/gitignore.j2", ".gitignore", XLACC, "build outputs"),
@@ -73,7 +80,7 @@ class NewRequest:
     template: str = "add"
     platform: str = "cuda"
     api: str = "ffi"
-    frameworks: list[str] = field(default_factory=lambda: ["jax", "torch-xla"])
+    frameworks: list[str] = field(default_factory=lambda: list(specmod.DEFAULT_FRAMEWORKS))
     directory: Path | None = None
     target: str | None = None
     dtypes: list[str] = field(default_factory=list)
@@ -335,6 +342,7 @@ def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
         },
         "splits": {s.factor: (s.dims, s.result_dims) for s in transforms.splits(spec)},
         "batched": transforms.folding_inputs(spec) or (),
+        "shape_checks": shape_checks(spec, meta),
     }
     files = {}
     for entry, path in files_for(spec):
@@ -356,6 +364,12 @@ def _wrapped_context(spec: Spec) -> dict[str, Any]:
         "origin_include": Path(spec.origin.file).name,
         "threads": wrap.THREADS,
     }
+
+def shape_checks(spec: Spec, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The template's shape rules (``[[shape_checks]]`` in template.toml) the torch op checks when it
+    is traced; a rule naming an input the spec no longer has is left out."""
+    names = {t.name for t in spec.inputs}
+    return [check for check in meta.get("shape_checks", []) if set(check["inputs"]) <= names]
 
 
 def _self_check(spec: Spec, files: dict[str, str]) -> None:

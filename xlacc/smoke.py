@@ -1,14 +1,14 @@
 """``xlacc run-smoke``: prove a project's custom call works, each framework in its own child process.
 
-Builds first when the cache is stale, then runs ``xlacc.runtime.harness_jax`` and/or
-``xlacc.runtime.harness_torch_xla`` under a timeout. Their checks (registration, lowering,
+Builds first when the cache is stale, then runs ``xlacc.runtime.harness_jax``,
+``harness_torchax`` and/or ``harness_torch_xla`` under a timeout. Their checks (registration, lowering,
 numerics, bench) become the report's lines; a crash, a hang or an unexpected exit becomes a failed
 check whose output goes through the doctor's rules, so the user reads a diagnosis, not a signal.
 
-Exit codes: 0 every check that could run passed (skipped ones say why: a framework not installed,
-a torch_xla that cannot run custom calls); 1 a check failed, the build failed or a child crashed or
-hung; 2 usage error; 3 (``EXIT_NEEDS_GPU``) only for hardware this machine lacks: a cuda project
-where no GPU is visible (registration and lowering ran, execution could not).
+Exit codes: 0 every check that could run passed (skipped ones say why: a framework not installed);
+1 a check failed, the build failed or a child crashed or hung; 2 usage error; 3 (``EXIT_NEEDS_GPU``)
+only for hardware this machine lacks: a cuda project where no GPU is visible (registration and
+lowering ran, execution could not).
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ from xlacc.errors import UsageError
 from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, Check, Finding, Report, rank
 from xlacc.runtime.runner import ChildResult, run_harness
 
-HARNESSES = {"jax": "xlacc.runtime.harness_jax", "torch-xla": "xlacc.runtime.harness_torch_xla"}
+HARNESSES = {
+    "jax": "xlacc.runtime.harness_jax",
+    "torchax": "xlacc.runtime.harness_torchax",
+    "torch-xla": "xlacc.runtime.harness_torch_xla",
+}
 # Exit codes a harness uses when it ends on its own; anything else is an unexpected end.
 HARNESS_EXITS = frozenset({EXIT_OK, EXIT_PROBLEM, EXIT_NEEDS_GPU})
 OUTPUT_TAIL_LINES = 20

@@ -33,7 +33,10 @@ DTYPES = ("f16", "bf16", "f32", "f64", "i32", "i64")
 ATTR_TYPES = ("f32", "f64", "i32", "i64")
 PLATFORMS = ("cuda", "cpu")
 APIS = ("ffi", "legacy")
-FRAMEWORKS = ("jax", "torch-xla")
+FRAMEWORKS = ("jax", "torchax", "torch-xla")
+# What `xlacc new` writes when --framework is not given: JAX, and both PyTorch routes (torchax runs
+# the op on XLA:GPU; torch_xla lowers it, and run-smoke runs what it emits through jaxlib).
+DEFAULT_FRAMEWORKS = ("jax", "torchax", "torch-xla")
 # [backward] kind: "kernel" runs NAME_backward_launch<T>() from the kernel file; "reference"
 # differentiates the reference (xp=jax.numpy) and needs no kernel.
 BACKWARD_KINDS = ("kernel", "reference")
@@ -322,12 +325,22 @@ class Spec:
         return self.forward.last_error_symbol
 
     @property
+    def uses_jax_module(self) -> bool:
+        """NAME/jax.py is generated: JAX calls it, and torchax lowers the torch op to it."""
+        return "jax" in self.frameworks or "torchax" in self.frameworks
+
+    @property
+    def uses_torch_module(self) -> bool:
+        """NAME/torch.py is generated: the torch op for torchax and torch_xla."""
+        return "torchax" in self.frameworks or "torch-xla" in self.frameworks
+
+    @property
     def needs_ffi(self) -> bool:
-        return "jax" in self.frameworks and self.api == "ffi"
+        return self.uses_jax_module and self.api == "ffi"
 
     @property
     def needs_legacy(self) -> bool:
-        return "torch-xla" in self.frameworks or ("jax" in self.frameworks and self.api == "legacy")
+        return "torch-xla" in self.frameworks or (self.uses_jax_module and self.api == "legacy")
 
     @property
     def entry_points(self) -> tuple[str, ...]:

@@ -580,6 +580,54 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "NAME_backward_launch<T>() in the kernel file, or kind = \"reference\") and run `xlacc update`.",
         "`ValueError: The FFI call to `my_op` cannot be differentiated. You can use `jax.custom_jvp` or `jax.custom_jvp` to add support.`",
     ),
+    # -- torchax (PyTorch on JAX) ---------------------------------------------------------------
+    CatalogueEntry(
+        "torchax-no-lowering",
+        "runtime",
+        "error",
+        "an op has no torchax lowering",
+        "torchax runs each torch op through its table of jax lowerings. An aten op missing from the table raises "
+        "`OperatorNotFound: Operator with name aten::X has no lowering`. A torch.library op (such as `xlacc::NAME`) "
+        "with no `override_op_definition` falls through to its own implementation with torchax tensors, which fails "
+        "with `torchax Tensors can only do math within the torchax environment` although the code runs inside it; "
+        "the traceback then passes through torch/_library.",
+        "For an xlacc op: `NAME.torch.register_torchax()` once torchax is imported (importing NAME.torch after "
+        "torchax, or calling NAME() on torchax tensors, does it). For your own op: "
+        "`torchax.default_env().override_op_definition(torch.ops.NS.op.default, lambda *args: "
+        "torchax.interop.call_jax(jax_fn, *args))`, with the jax function taking the op's arguments positionally. "
+        "For an aten op: the same override with a jax implementation, or ops torchax lowers.",
+        "`torchax.tensor.OperatorNotFound: Operator with name aten::poisson has no lowering`",
+    ),
+    CatalogueEntry(
+        "torchax-mixed-tensors",
+        "runtime",
+        "error",
+        "torch tensors, torchax tensors and jax arrays mixed",
+        "Under torchax every tensor an op or a jitted function sees must be a torchax tensor (device \"jax\", a jax "
+        "array inside), used inside `torchax.default_env()`. A plain CPU or CUDA tensor in the mix fails with "
+        "`Expect a Tensor or a View but got <class 'torch.Tensor'>` (eager) or a bare `AssertionError: <class "
+        "'torch.Tensor'>` (torchax.interop.jax_jit, call_jax); a jax array given to a torch op fails with `must be "
+        "Tensor, not jaxlib._jax.ArrayImpl`; a torchax tensor used outside the environment fails with `torchax "
+        "Tensors can only do math within the torchax environment`.",
+        "Bring torch tensors in with `t.to(\"jax\")` inside `with torchax.default_env():` (a copy) and jax arrays "
+        "with `torchax.interop.torch_view(a)` (no copy, as a KV cache held by jax should be); take the array out with "
+        "`t.jax()`; run every torchax op inside the environment (or `torchax.enable_globally()`).",
+        "`AssertionError: Expect a Tensor or a View but got <class 'torch.Tensor'>; usually this means there is a mixed math between XLATensor and torch.Tensor`",
+    ),
+    CatalogueEntry(
+        "jax-preallocation",
+        "environment",
+        "error",
+        "jax's allocator holds the GPU memory torch needs",
+        "When jax starts on a GPU it takes 75% of the GPU's memory for its own pool (XLA_PYTHON_CLIENT_PREALLOCATE "
+        "defaults to true). torchax runs torch and jax in one process: torch's CUDA allocator then finds only the rest, "
+        "and its out-of-memory message counts jax's pool as memory \"this process has in use\", with next to nothing "
+        "allocated by PyTorch.",
+        "Set `XLA_PYTHON_CLIENT_PREALLOCATE=false` before jax starts (in the shell, or `os.environ` before `import jax`), "
+        "or cap jax's share with `XLA_PYTHON_CLIENT_MEM_FRACTION=0.4`; xlacc's torchax harness and the generated "
+        "examples set the first.",
+        "`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 39.59 GiB. ... this process has 59.92 GiB memory in use. Of the allocated memory 0 bytes is allocated by PyTorch`",
+    ),
 )
 
 BY_CODE: dict[str, CatalogueEntry] = {entry.code: entry for entry in CATALOGUE}

@@ -1,6 +1,6 @@
-"""What both harnesses share: arguments, loading the project's Python files, steps that record.
+"""What the harnesses share: arguments, loading the project's Python files, steps that record.
 
-Imported only in the child process (it imports NumPy); the harnesses add jax or torch_xla.
+Imported only in the child process (it imports NumPy); the harnesses add jax, torchax or torch_xla.
 """
 
 from __future__ import annotations
@@ -150,6 +150,7 @@ class Harness:
     spec: spec_mod.Spec
     project: Project
     numerics_device = "cpu"  # picks DEFAULT_SIZES when --sizes is not given
+    numerics_note = ""  # put before each numerics detail: what ran the op, where that is not obvious
 
     def run_op(self, operands: list[Any], attrs: dict[str, Any]) -> tuple[Any, ...]:
         """Run the custom call on the framework's device; return its outputs as NumPy arrays."""
@@ -179,7 +180,7 @@ class Harness:
             numerics.compare(out_spec.name, out, ref, self.args.rtol, self.args.atol)
             for out_spec, out, ref in zip(self.spec.outputs, outputs, expected)
         ]
-        detail = f"seed {self.args.seed}: " + "; ".join(r.detail for r in results)
+        detail = f"{self.numerics_note}seed {self.args.seed}: " + "; ".join(r.detail for r in results)
         self.check(f"numerics {label}", all(r.ok for r in results), detail)
 
     def exit_code(self) -> int:

@@ -56,6 +56,7 @@ class JaxHarness(Harness):
         self.compiled_ok = False
         self.reported: set[str] = set()
         self.registrations: list[tuple[str, int]] = []  # (platform, api_version) of the target
+        self.lowered_text = ""  # the StableHLO the lowering check read
 
     # -- helpers --------------------------------------------------------------------------------
     def report(self, code: str, evidence: str) -> None:
@@ -238,7 +239,8 @@ class JaxHarness(Harness):
         import jax
 
         lowered = jax.jit(self.op(attrs)).lower(*self.put(operands))
-        ok, detail = self.verify_calls(hlo.stablehlo_custom_calls(lowered.as_text()), "StableHLO")
+        self.lowered_text = lowered.as_text()
+        ok, detail = self.verify_calls(hlo.stablehlo_custom_calls(self.lowered_text), "StableHLO")
         if not ok:
             self.check("lowering", False, detail)
             return
@@ -265,7 +267,8 @@ class JaxHarness(Harness):
             platforms=["cuda"],
             disabled_checks=[export.DisabledSafetyCheck.custom_call(self.spec.target)],
         )(*shapes)
-        ok, detail = self.verify_calls(hlo.stablehlo_custom_calls(exported.mlir_module()), "StableHLO for cuda (jax.export)")
+        self.lowered_text = exported.mlir_module()
+        ok, detail = self.verify_calls(hlo.stablehlo_custom_calls(self.lowered_text), "StableHLO for cuda (jax.export)")
         return ok, f"{detail}; not compiled: no GPU here"
 
     def verify_calls(self, calls: list[hlo.CustomCall], where: str) -> tuple[bool, str]:
@@ -338,33 +341,33 @@ class JaxHarness(Harness):
         )
 
 
-def time_call(function: Any, args: list[Any]) -> tuple[float, int]:
+def time_call(function: Any, args: list[Any], wait: Any = None, sample_seconds: float = BENCH_SAMPLE_SECONDS) -> tuple[float, int]:
     """Median seconds per call after warm-up, and how many samples were taken. Each sample runs
-    the call back to back enough times to last BENCH_SAMPLE_SECONDS and waits once at the end, so
-    a short kernel is timed, not the host's dispatch and wait."""
+    the call back to back enough times to last ``sample_seconds`` and waits once at the end, so
+    a short kernel is timed, not the host's dispatch and wait. ``wait(result)`` blocks until a
+    result is computed (default: jax.block_until_ready)."""
     import jax
 
+    wait = wait or jax.block_until_ready
     for _ in range(BENCH_WARMUP):
-        jax.block_until_ready(function(*args))
-    reps = calls_per_sample(function, args)
+        wait(function(*args))
+    reps = calls_per_sample(function, args, wait, sample_seconds)
     samples: list[float] = []
     deadline = time.perf_counter() + BENCH_SECONDS
     while len(samples) < BENCH_MIN_SAMPLES or (len(samples) < BENCH_MAX_SAMPLES and time.perf_counter() < deadline):
         start = time.perf_counter()
         for _ in range(reps - 1):
             function(*args)
-        jax.block_until_ready(function(*args))
+        wait(function(*args))
         samples.append((time.perf_counter() - start) / reps)
     return statistics.median(samples), len(samples)
 
 
-def calls_per_sample(function: Any, args: list[Any]) -> int:
-    import jax
-
+def calls_per_sample(function: Any, args: list[Any], wait: Any, sample_seconds: float = BENCH_SAMPLE_SECONDS) -> int:
     start = time.perf_counter()
-    jax.block_until_ready(function(*args))
+    wait(function(*args))
     once = max(time.perf_counter() - start, 1e-7)
-    return int(min(BENCH_MAX_REPS, max(1, BENCH_SAMPLE_SECONDS // once)))
+    return int(min(BENCH_MAX_REPS, max(1, sample_seconds // once)))
 
 
 # -- jax's registries -----------------------------------------------------------------------------

@@ -1,12 +1,15 @@
 """The torch_xla harness: ``python -m xlacc.runtime.harness_torch_xla --project DIR --records FILE``.
 
 torch_xla 2.9 from PyPI has no CUDA device and no custom-call registration (``RegisterCustomCall
-not implemented``), so on it this harness proves what can be proved without running the kernel:
-the generated ``torch.library`` op lowers (``torch_xla._XLAC._get_xla_tensors_hlo``, on the CPU
-device) to a custom call with the right target, api_version, backend_config, operand order and
-result shapes. Execution is reported as impossible (``torch-xla-no-cuda``); for a cuda project the
-harness exits 3 (``xlacc.report.EXIT_NEEDS_GPU``), for a cpu one 0 (no hardware would help). Where torch_xla has a CUDA device it also registers through
-``NAME.torch.register()`` and compares the op's outputs with the reference.
+not implemented``). This harness proves the torch_xla route up to torch_xla's own runtime:
+the generated torch op lowers (``torch_xla._XLAC._get_xla_tensors_hlo``, on the CPU device) to a
+custom call with the right target, api_version, backend_config, operand order and result shapes;
+then the StableHLO torch_xla emits for the op (``get_stablehlo``) runs through jaxlib's XLA with the
+legacy entry point registered (``xlacc.runtime.xla_program``), api 3 on the CPU and api 2 on the
+GPU, and its results are compared with the reference. A cuda project where jax sees no GPU stops
+after the lowering and exits 3 (``xlacc.report.EXIT_NEEDS_GPU``). Where torch_xla itself has a
+CUDA device (<= 2.8 built with CUDA) it registers through ``NAME.torch.register_torch_xla()`` and
+runs the op on its own runtime.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from xlacc.runtime import hlo, numerics
+from xlacc.runtime import hlo, numerics, xla_program
 from xlacc.runtime.harness import Harness, Project, as_tuple, case_label, load_project, parse_args
 from xlacc.doctor.findings import wordings
 from xlacc.runtime.records import RecordWriter
+from xlacc.runtime.torch_arrays import from_torch, to_torch
 from xlacc.spec import DTYPE_INFO
 
 # Two sizes far enough apart that every template gives different shapes: the backend_config
@@ -77,6 +81,8 @@ class TorchXlaHarness(Harness):
         self.version = ""
         self.reported: set[str] = set()
         self.sizes_compared: list[str] = []
+        self.jax_device: Any = None
+        self._jaxlib_library: Any = None  # the library registered with jaxlib, kept loaded
 
     @property
     def spec(self):
@@ -115,17 +121,54 @@ class TorchXlaHarness(Harness):
         if self.has_cuda:
             self.check_numerics()
         else:
-            self.needs_gpu = self.spec.platform == "cuda"  # exit 3 means hardware; a cpu op lacks software
-            self.check("numerics", None, f"not run: torch_xla {self.version} has no CUDA device (PJRT_DEVICE={self.device_type})")
-            why = (
-                "no device here can run a CUDA custom call"
-                if self.spec.platform == "cuda"
-                else "it cannot register custom-call targets, so its CPU device cannot run this one either"
-            )
-            self.report("torch-xla-no-cuda", f"torch_xla {self.version}, PJRT device {self.device_type}: {why}; only the lowering was checked")
+            self.run_through_jaxlib()
         if self.args.bench:
-            self.check("bench", None, "--bench times the JAX binding only")
+            self.check("bench", None, "--bench times the jax and torchax routes (torch_xla cannot run the op itself)")
         return self.finish()
+
+    def run_through_jaxlib(self) -> None:
+        """torch_xla cannot run a custom call: run the program it emits through jaxlib's XLA, with
+        the legacy entry point registered there, and compare that with the reference."""
+        started = False
+        with self.step("start jax", "jaxlib"):
+            self.jax_device = self.pick_jax_device()
+            started = True
+        if not started:
+            return
+        without = f"torch_xla {self.version}, PJRT device {self.device_type}: it cannot register custom-call targets"
+        if self.jax_device is None:
+            self.needs_gpu = True
+            self.check("numerics", None, "not run: the program torch_xla emits runs through jaxlib on a GPU, and jax sees none here")
+            self.report("torch-xla-no-cuda", f"{without}; only the lowering was checked (running its program through jaxlib needs a GPU)")
+            return
+        self.report("torch-xla-no-cuda", f"{without}; the program it emitted ran through jaxlib's XLA instead")
+        with self.step("registration for jaxlib", "execution"):
+            self._jaxlib_library = xla_program.register_legacy(
+                self.spec.target, self.project.package.library(), self.spec.legacy_symbol, self.spec.platform
+            )
+            self.check("execution", True, self.execution_detail())
+        if self._jaxlib_library is not None:
+            self.numerics_note = "run by jaxlib, not torch_xla: "
+            self.check_numerics()
+
+    def pick_jax_device(self) -> Any:
+        """The jax device that runs torch_xla's program: the CPU for cpu projects, a GPU for cuda ones."""
+        import jax
+
+        try:
+            return jax.devices("cpu" if self.spec.platform == "cpu" else "gpu")[0]
+        except RuntimeError:  # this jax has no GPU backend, or sees no GPU
+            return None
+
+    def execution_detail(self) -> str:
+        import jaxlib
+
+        backend = "XLA:CPU" if self.spec.platform == "cpu" else "XLA:GPU"
+        return (
+            f"the program torch_xla {self.version} emits (get_stablehlo) runs on jaxlib {jaxlib.__version__}'s {backend} "
+            f"({self.jax_device}) with {self.spec.legacy_symbol} registered as the legacy target {self.spec.target!r} "
+            f"(api_version {self.spec.legacy_api_version}); torch_xla's own runtime is not used"
+        )
 
     def start_torch_xla(self) -> None:
         os.environ.setdefault("PJRT_DEVICE", "CUDA" if importlib.util.find_spec("torch_xla_cuda_plugin") else "CPU")
@@ -141,7 +184,7 @@ class TorchXlaHarness(Harness):
     # -- 1. registration ------------------------------------------------------------------------
     def check_registration(self) -> None:
         try:
-            self.ops.register()
+            self.ops.register_torch_xla()
         except RuntimeError as exc:
             if self.has_cuda:
                 raise
@@ -284,33 +327,19 @@ class TorchXlaHarness(Harness):
             return f"{call.backend_config!r} follows the operands' shapes ({self.sizes_compared[0]} differ)"
         return f"{call.backend_config!r} (the sizes tried gave the same shapes, so size-dependence was not checked)"
 
-    # -- 3. numerics, on a torch_xla with a CUDA device (the loop is Harness.check_numerics) ------
-    numerics_device = "gpu"
+    # -- 3. numerics: torch_xla's program through jaxlib, or on a torch_xla with a CUDA device ----
+    # (the loop is Harness.check_numerics)
+    @property
+    def numerics_device(self) -> str:
+        return "gpu" if self.spec.platform == "cuda" else "cpu"
 
     def run_op(self, operands: list[Any], attrs: dict[str, Any]) -> tuple[Any, ...]:
         tensors = [to_torch(a).to(self.device) for a in operands]
-        return tuple(from_torch(o) for o in as_tuple(getattr(self.ops, self.spec.name)(*tensors, **attrs)))
-
-
-def to_torch(array: Any):
-    """A NumPy array (bf16 from ml_dtypes included) as a CPU torch tensor of the same dtype."""
-    import torch
-
-    array = np.asarray(array)
-    if array.dtype.name == "bfloat16":
-        return torch.from_numpy(np.ascontiguousarray(array.astype(np.float32))).to(torch.bfloat16)
-    return torch.from_numpy(np.ascontiguousarray(array))
-
-
-def from_torch(tensor: Any) -> np.ndarray:
-    import torch
-
-    tensor = tensor.cpu()
-    if tensor.dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return tensor.float().numpy().astype(ml_dtypes.bfloat16)
-    return tensor.numpy()
+        outputs = as_tuple(getattr(self.ops, self.spec.name)(*tensors, **attrs))
+        if self.has_cuda:
+            return tuple(from_torch(o) for o in outputs)
+        program = xla_program.emit(outputs, tensors)
+        return tuple(xla_program.run_stablehlo(program.text, program.arguments(operands), self.jax_device))
 
 
 def hlo_shape(tensor: Any) -> str:

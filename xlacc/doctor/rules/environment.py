@@ -1,5 +1,6 @@
-"""The environment: Python, jax and its CUDA plugin, torch and torch_xla, PJRT_DEVICE, nvcc, the
-driver and GPUs, XLA_FLAGS, and whether the FFI headers a build would use match the runtime.
+"""The environment: Python, jax and its CUDA plugin, torch and torch_xla, torchax (and whether its
+torch and jax are a tested set), PJRT_DEVICE, nvcc, the driver and GPUs, XLA_FLAGS, and whether the
+FFI headers a build would use match the runtime.
 
 Versions come from package metadata, never from importing jax or torch; only when a GPU is visible
 and a jax CUDA plugin installed does a child process ask jax which devices it sees. Each probe is a
@@ -35,6 +36,11 @@ NVIDIA_SMI_QUERY = ["--query-gpu=name,compute_cap,driver_version", "--format=csv
 JAX_DEVICES_CODE = "import jax; print(' '.join(sorted({d.platform for d in jax.devices()})))"
 PROBE_TIMEOUT_S = 10.0
 JAX_TIMEOUT_S = 120.0
+# The releases torchax was tested with by xlacc (pyproject's torchax extra pins torchax and bounds
+# torch and jax to these): torchax imports private jax modules, so another jax may break it.
+TORCHAX_TESTED = {"torchax": ("0.0.13",), "torch": ("2.9", "2.11"), "jax": ("0.10.2", "0.11.2")}
+# Settings that keep jax from taking most of the GPU up front, which torch's allocator then lacks.
+JAX_ALLOCATOR_SETTINGS = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR")
 
 
 # -- probes (replaced in tests) -----------------------------------------------------------------
@@ -219,6 +225,43 @@ def torch_section() -> Section:
     return section
 
 
+def torchax_section(gpus: list | None) -> Section:
+    """torchax with the torch and jax it runs on: whether xlacc tested that set, and whether jax
+    would take the GPU memory torch's allocator needs."""
+    versions = {name: package_version(name) for name in TORCHAX_TESTED}
+    if versions["torchax"] is None:
+        return Section("torchax", "not installed", skipped=True)
+    listed = ", ".join(f"{name} {version or 'missing'}" for name, version in versions.items())
+    untested = [f"{name} {version}" for name, version in versions.items() if not _tested(name, version)]
+    if untested:
+        tested = "; ".join(f"{name} {', '.join(releases)}" for name, releases in TORCHAX_TESTED.items())
+        detail = (
+            f"{listed}: {', '.join(untested)} drift from the tested releases ({tested}); torchax imports private jax "
+            "modules, so if it fails to import or lower, install a tested set (`pip install 'xlacc[torchax]'`)"
+        )
+    else:
+        detail = f"{listed}: a tested set"
+    section = Section("torchax", detail)
+    if gpus and versions["torch"] and not any(os.environ.get(name) for name in JAX_ALLOCATOR_SETTINGS):
+        section.findings.append(
+            make(
+                "jax-preallocation",
+                "torchax runs torch and jax in one process and none of "
+                f"{', '.join(JAX_ALLOCATOR_SETTINGS)} is set: jax will take most of the GPU's memory when it starts",
+                severity="warning",
+                likelihood=0.5,
+            )
+        )
+    return section
+
+
+def _tested(name: str, version: str | None) -> bool:
+    if version is None:
+        return False
+    got = release(version)
+    return any(got[: len(release(tested))] == release(tested) for tested in TORCHAX_TESTED[name])
+
+
 def variable_section(name: str) -> Section:
     value = os.environ.get(name)
     return Section(name, value if value else "unset", skipped=not value)
@@ -249,6 +292,7 @@ def check_environment() -> list[Section]:
         jax_section(gpus),
         ffi_headers_section(),
         torch_section(),
+        torchax_section(gpus),
         variable_section("PJRT_DEVICE"),
         nvcc_section(),
         gpu_section(gpus),

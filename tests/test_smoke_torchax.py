@@ -1,0 +1,104 @@
+"""run-smoke --framework torchax on the CPU: every template's torch op runs from a jitted torch
+program under torchax, inside one XLA program with torch's own ops, and matches the reference; ops
+broken on purpose are named.
+
+Every run goes through the command line in a subprocess (`python -m xlacc run-smoke --json`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+
+import pytest
+
+from xlacc import scaffold
+from xlacc.report import EXIT_OK, EXIT_PROBLEM
+
+for module in ("torchax", "torch", "jax"):
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"run-smoke's torchax harness needs {module} (pip install 'xlacc[torchax]')", allow_module_level=True)
+if shutil.which("g++") is None:
+    pytest.skip("cpu projects build with g++, which is not on PATH", allow_module_level=True)
+
+from test_smoke_support import append, checks, codes, new_project, numerics_checks, run_smoke  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.torchax]
+TEMPLATES = scaffold.available_templates()
+CPU_TEMPLATES = sorted(name for name, meta in TEMPLATES.items() if "cpu" in meta.get("platforms", ("cpu",)))
+SMALL_SIZES = "1,1001,65536"
+# Every template with typed FFI; legacy where attributes travel in backend_config (rms-norm) and
+# where the most operands do (paged-attention).
+CASES = [(template, "ffi") for template in CPU_TEMPLATES] + [("rms-norm", "legacy"), ("paged-attention", "legacy")]
+
+
+def torchax_project(root, name, template="add", api="ffi"):
+    return new_project(root, name, template=template, api=api, frameworks=("jax", "torchax"))
+
+
+@pytest.mark.parametrize("template,api", CASES)
+def test_generated_cpu_project_runs_from_torch_under_torchax(tmp_path, template, api):
+    project = torchax_project(tmp_path, f"{template.replace('-', '_')}_{api}", template, api)
+    code, payload, _ = run_smoke(project, "--framework", "torchax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_OK, payload
+    by_name = checks(payload)
+    assert by_name["torch op"]["ok"] is True and f"xlacc::{project.name} lowers to" in by_name["torch op"]["detail"]
+    version = "API_VERSION_TYPED_FFI" if api == "ffi" else "API_VERSION_STATUS_RETURNING_UNIFIED"
+    assert by_name["lowering"]["ok"] is True and version in by_name["lowering"]["detail"]
+    assert by_name["one program"]["ok"] is True and "stablehlo.multiply" in by_name["one program"]["detail"]
+    numerics = numerics_checks(payload)
+    assert len(numerics) == 3 * len(TEMPLATES[template]["dtypes"]), numerics
+    assert all(c["ok"] is True and "max abs err" in c["detail"] for c in numerics), numerics
+    assert {int(re.match(r"numerics n=(\d+)", c["name"])[1]) for c in numerics} == {1, 1001, 65536}
+    assert payload["diagnosis"] == []
+    assert set(payload["versions"]) == {"torch", "torchax", "jax", "jaxlib"}
+
+
+def test_bench_times_torchax_plain_torch_eager_and_jax(tmp_path):
+    project = torchax_project(tmp_path, "benched")
+    code, payload, _ = run_smoke(project, "--framework", "torchax", "--sizes", SMALL_SIZES, "--bench")
+    assert code == EXIT_OK, payload
+    bench = payload["bench"]
+    assert bench["size"] == 65536 and bench["bytes"] == 3 * 4 * 65536 and bench["eager_device"] == "cpu"
+    for key in ("torchax_us", "jax_us", "plain_torchax_us", "eager_us"):
+        assert bench[key] > 0, key
+    assert bench["torchax_over_jax"] == pytest.approx(bench["torchax_us"] / bench["jax_us"])
+    detail = checks(payload)["bench"]["detail"]
+    assert "under torchax" in detail and "plain torch under torchax" in detail and "torch eager cpu" in detail
+
+
+def test_an_op_decomposed_into_torch_ops_is_not_the_custom_call(tmp_path):
+    project = torchax_project(tmp_path, "decomposed")
+    append(project / project.name / "torch.py", "def decomposed(x, y):\n    return x + y  # torch's add, not the kernel")
+    code, payload, _ = run_smoke(project, "--framework", "torchax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_PROBLEM
+    assert checks(payload)["lowering"]["ok"] is False
+    assert "op-optimized-away" in codes(payload)
+
+
+def test_an_op_without_its_torchax_lowering_is_named(tmp_path):
+    project = torchax_project(tmp_path, "unlowered")
+    ops = project / project.name / "torch.py"
+    source, count = re.subn(r"env\.override_op_definition\(.*\)", "pass  # forgot the lowering", ops.read_text())
+    assert count == 1, "torch.py's register_torchax changed: update this edit"
+    ops.write_text(source)
+    code, payload, _ = run_smoke(project, "--framework", "torchax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_PROBLEM
+    by_name = checks(payload)
+    assert by_name["torch op"]["ok"] is False and "no lowering in torchax's environment" in by_name["torch op"]["detail"]
+    assert not any(c["ok"] is True for c in numerics_checks(payload))
+    assert "torchax-no-lowering" in codes(payload)
+
+
+def test_default_cpu_project_passes_every_framework(tmp_path):
+    """`xlacc new demo --platform cpu && xlacc build demo && xlacc run-smoke demo` with jax,
+    torchax and torch_xla installed: exit 0."""
+    if importlib.util.find_spec("torch_xla") is None:
+        pytest.skip("torch_xla is not installed: this is about a machine with every framework")
+    report = scaffold.create(scaffold.NewRequest(name="demo", platform="cpu", directory=tmp_path / "demo"))
+    assert report.code() == EXIT_OK
+    code, payload, _ = run_smoke(tmp_path / "demo", "--sizes", SMALL_SIZES)
+    assert code == EXIT_OK, [c for c in payload["checks"] if c["ok"] is not True]
+    prefixes = {c["name"].split(":")[0] for c in payload["checks"] if ":" in c["name"]}
+    assert prefixes == {"jax", "torchax", "torch-xla"}
