@@ -26,14 +26,16 @@ from xlacc.doctor.rules import text
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_RSS_MB = 500
-# Runs doctor in a child and prints its own peak memory last, on stderr.
+# Runs doctor in a child and prints its own peak memory last, on stderr. VmHWM, not ru_maxrss:
+# Linux carries ru_maxrss over from the forked parent (a test process that imported torch).
 MEASURED = (
-    "import resource, sys\n"
+    "import re, sys\n"
     "sys.argv = ['xlacc'] + sys.argv[1:]\n"
     "from xlacc.cli import main\n"
     "try:\n    main()\n"
     "except SystemExit as exc:\n    code = exc.code\n"
-    "print(f'peak-rss-kb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\n"
+    "peak = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
+    "print(f'peak-rss-kb {peak}', file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
 

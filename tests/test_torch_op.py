@@ -29,8 +29,9 @@ def meta(*shape, dtype=torch.float32):
 
 def test_the_fake_gives_the_result_shape_and_dtype(tmp_path):
     module = torch_module(tmp_path, "fake_rms", "rms-norm")
-    out = torch.ops.xlacc.fake_rms(meta(8, 3, 64, dtype=torch.bfloat16), meta(64, dtype=torch.bfloat16), 1e-6)
+    out, rstd = torch.ops.xlacc.fake_rms(meta(8, 3, 64, dtype=torch.bfloat16), meta(64, dtype=torch.bfloat16), 1e-6)
     assert out.shape == (8, 3, 64) and out.dtype == torch.bfloat16 and out.device.type == "meta"
+    assert rstd.shape == (8, 3) and rstd.dtype == torch.float32  # saved by the forward for the backward
     assert module.fake_rms(meta(2, 64), meta(64), eps=1e-5).shape == (2, 64)
 
 

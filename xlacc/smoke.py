@@ -41,9 +41,12 @@ CHILD_ENV = {"PYTHONFAULTHANDLER": "1"}
 CHILD_FINDING_LIKELIHOOD = 0.9
 MAX_SIZE = 2**31 - 1  # element counts a kernel indexes with int
 # What each framework's harness imports, and the README's install command for it.
+# What each framework's harness imports, and the install that brings it (torch-xla's numerics run
+# the program torch_xla emits through jaxlib, so it needs jax too).
 FRAMEWORK_PACKAGES = {
     "jax": (("jax", "jaxlib"), "pip install -e '.[jax]'"),
-    "torch-xla": (("torch", "torch_xla"), "pip install -e '.[torch-xla]'"),
+    "torchax": (("torchax", "torch", "jax"), "pip install -e '.[torchax]'"),
+    "torch-xla": (("torch", "torch_xla", "jax"), "pip install -e '.[jax,torch-xla]'"),
 }
 
 

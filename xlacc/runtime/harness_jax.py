@@ -109,10 +109,14 @@ class JaxHarness(Harness):
             if self.args.bench:
                 with self.step("bench"):
                     self.bench()
-            TransformChecks(self).run()  # vmap, grad, and sharded over several devices
+            self.check_transforms()
         else:
             self.check("numerics", None, "not run: the op did not compile")
         return self.finish()
+
+    def check_transforms(self) -> None:
+        """vmap, grad, and the op sharded over several devices (the jax harness's own checks)."""
+        TransformChecks(self).run()
 
     def start_jax(self) -> None:
         import jax
