@@ -239,8 +239,8 @@ def test_cpu_project_matches_its_reference_through_jax(cpu_projects, combo):
     project = cpu_projects[combo]
     project.require_built()
     passed, skipped, output = run_generated_tests(project)
-    # every dtype at each of the generated test's three sizes, plus the lowering test
-    assert (passed, skipped) == (3 * len(project.spec.op_dtypes) + 1, 0), output[-3000:]
+    # every dtype at each of the generated test's three sizes, plus the lowering test (and the in-place one)
+    assert (passed, skipped) == (3 * len(project.spec.op_dtypes) + 1 + bool(project.spec.aliases), 0), output[-3000:]
 
 
 LEGACY_FAILURE_SCRIPT = """\
@@ -336,7 +336,7 @@ def test_cuda_project_lowers_to_its_custom_call(cuda_projects, combo):
     project.require_built()
     passed, skipped, output = run_generated_tests(project)
     assert passed >= 1, output[-3000:]
-    assert passed + skipped == 3 * len(project.spec.op_dtypes) + 1, output[-3000:]
+    assert passed + skipped == 3 * len(project.spec.op_dtypes) + 1 + bool(project.spec.aliases), output[-3000:]
 
 
 # -- the generated text -----------------------------------------------------------------------------
