@@ -6,8 +6,10 @@
 (sequences x context; 32 query heads, 8 kv heads, head 128, block 16, bf16, --layers layers):
 the step's time with the caches donated, xlacc (paged-kv-write then paged-attention per layer)
 against jax.numpy (a scatter, then the attention reference), and whether the compiled step
-aliases every cache (no copy). Then the cache write alone, donated, on a fixed cache as the
-new tokens grow: its time must follow the tokens, not the cache, which a copy would.
+aliases every cache (no copy). Then the cache write alone, donated, on caches of two sizes as
+the new tokens grow: its time must follow the tokens, not the cache, which a copy would. Each
+write is timed as one jit call (host dispatch included) and as one of 16 writes chained in one
+jit (the GPU's time); in place means the donated cache's buffer came back as the result.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ On a machine with an NVIDIA GPU and jax with CUDA, after building the template's
 (`bench_paged_attention.py --build-only --arch sm_90 --workdir DIR`, or drop --prebuilt to build here):
 
     PYTHONPATH=. python3 benchmarks/bench_paged_grid.py --workdir DIR --prebuilt --dtypes bf16,f16 --out grid.json
+    python3 benchmarks/bench_paged_grid.py --markdown grid.json      # the table of benchmarks/RESULTS.md
 
 Every point (sequences x context x GQA x dtype at head 128, plus head 64 and 256 at one shape) is
 timed three ways in this one process:
@@ -343,7 +344,28 @@ def goals(rows: list[dict]) -> dict:
     }  # fmt: skip
 
 
+def markdown(report: dict) -> str:
+    """The grid as a Markdown table, one row per point, in the order of the JSON (by KV bytes)."""
+    lines = ["| sequences x context | GQA | dtype | head | KV MiB | xlacc us | % of copy | Pallas us (k_splits x pages) | jnp us | xlacc vs Pallas | xlacc vs jnp |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for row in report["rows"]:
+        shape = f"{row['num_seqs']} x {row['context']} | {row['num_heads'] // row['num_kv_heads']}:1 | {row['dtype']} | {row['head_size']} | {row['kv_bytes'] / 2**20:.0f}"
+        if "pallas_us" not in row:
+            lines.append(f"| {shape} | {row.get('skipped') or row.get('not_run') or 'xlacc only'} | | | | | |")
+            continue
+        config = row["pallas_config"]
+        jnp_us, vs_jnp = (f"{row['jnp_us']:.1f}", f"{row['vs_jnp']:.2f}x") if "jnp_us" in row else (row.get("jnp_skipped", "-"), "-")
+        mark = "" if row["vs_pallas"] >= GOAL_VS_PALLAS else " (below)"
+        share = f"{100 * row['xlacc_copy_share']:.1f}%" + (" (below)" if row["kv_bytes"] >= GOAL_MIN_BYTES and row["xlacc_copy_share"] < GOAL_COPY_SHARE else "")
+        lines.append(f"| {shape} | {row['xlacc_us']:.1f} | {share} | {row['pallas_us']:.1f} ({config['k_splits']} x {config['pages_per_compute_block']}) "
+                     f"| {jnp_us} | {row['vs_pallas']:.2f}x{mark} | {vs_jnp} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
+    if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--markdown":  # render a saved run, no GPU needed
+        print(markdown(json.loads(Path(sys.argv[2]).read_text())))
+        return 0
     args = parse_args(argv)
     started = time.perf_counter()
     import jax

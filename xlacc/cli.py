@@ -54,7 +54,7 @@ def _integers(value: Optional[str], flag: str) -> Optional[list[int]]:
 @app.command()
 def new(
     name: str = typer.Argument(..., help="The op's name: a C identifier."),
-    template: str = typer.Option("add", "--template", "-t", help="add | rms-norm | blank | paged-attention"),
+    template: str = typer.Option("add", "--template", "-t", help="add | rms-norm | blank | paged-attention | paged-kv-write"),
     platform: str = typer.Option("cuda", "--platform", help="cuda | cpu"),
     api: str = typer.Option("ffi", "--api", help="ffi (typed FFI, api_version 4) | legacy (status-returning)"),
     framework: str = typer.Option("jax,torch-xla", "--framework", help="jax, torch-xla, or both (comma-separated)"),
