@@ -2,7 +2,10 @@
 
 Runs on a machine with an NVIDIA GPU and jax with CUDA, from the repository root:
 
-    PYTHONPATH=. python3 benchmarks/bench_paged_attention.py [--out DIR] [--check] [--variants 2x2,4x2]
+    PYTHONPATH=. python3 benchmarks/bench_paged_attention.py [--out DIR] [--check] [--variants LABEL:MACRO=N,...]
+
+or, where nvcc is but no GPU, build first and carry the libraries (--build-only --arch sm_90
+--workdir DIR, then --prebuilt --workdir DIR on the GPU machine).
 
 It renders the template (`xlacc new decode --template paged-attention`), builds it (`xlacc build`,
 or nvcc by hand where that fails), and at 64 sequences x 2048 tokens, 32 heads, 8 KV heads, head
@@ -10,7 +13,8 @@ or nvcc by hand where that fails), and at 64 sequences x 2048 tokens, 32 heads, 
 kernel moves (the KV rows of the cached tokens, the query and the output), that as a share of the
 device-to-device copy bandwidth measured in the same run, and the speedup over the jitted
 reference. --check also compares the kernel with the float64 NumPy reference over every dtype,
-head size and block size on ragged lengths up to 4096 (for every build); --variants times builds
+head size and block size on ragged lengths up to 4096, with and without split-KV (for every
+build); --variants times builds
 with other tuning knobs (the XLACC_PA_* macros of kernel.cu); --batch-sweep times smaller batches.
 --out DIR writes every figure to DIR/paged_attention.json.
 """
@@ -56,16 +60,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--extra-dtypes", default="", help="also time the default build in these dtypes (e.g. f16,f32)")
     parser.add_argument("--profile", action="store_true", help="only a few calls of the custom call (run this under ncu)")
     parser.add_argument("--workdir", type=Path, help="where to render and build (default: a temporary directory)")
+    parser.add_argument("--build-only", action="store_true", help="render and build (nvcc, --arch) into --workdir, run nothing")
+    parser.add_argument("--prebuilt", action="store_true", help="use the project and libraries --build-only left in --workdir")
+    parser.add_argument("--arch", default="", help="GPU arch for --build-only (default: the visible GPU's)")
+    parser.add_argument("--seq-lens", default="", help="also time one sequence of each of these lengths (e.g. 16384,32768)")
     return parser.parse_args(argv)
 
 
 # -- building ---------------------------------------------------------------------------------
 
 
-def render(directory: Path, api: str = "ffi") -> Path:
+def render(directory: Path, api: str = "ffi", name: str = NAME, template: str = "paged-attention") -> Path:
     from xlacc.scaffold import NewRequest, create
 
-    create(NewRequest(name=NAME, template="paged-attention", platform="cuda", api=api, frameworks=["jax"], directory=directory, force=True))
+    create(NewRequest(name=name, template=template, platform="cuda", api=api, frameworks=["jax"], directory=directory, force=True))
     return directory
 
 
@@ -76,7 +84,7 @@ def gpu_arch() -> str:
     return "sm_" + str(capability).replace(".", "")
 
 
-def nvcc_command(project: Path, library: Path, arch: str, defines: dict[str, int]) -> list[str]:
+def nvcc_command(project: Path, library: Path, arch: str, defines: dict[str, int], name: str = NAME) -> list[str]:
     import jax
 
     from xlacc.build import XLACC_INCLUDE
@@ -86,7 +94,7 @@ def nvcc_command(project: Path, library: Path, arch: str, defines: dict[str, int
         os.environ.get("NVCC", "nvcc"), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden",
         "-gencode", f"arch=compute_{number},code=[sm_{number},compute_{number}]",
         *[f"-D{k}={v}" for k, v in defines.items()],
-        f"-I{jax.ffi.include_dir()}", f"-I{XLACC_INCLUDE}", f"-I{project}", "-o", str(library), str(project / NAME / "_entry_points.cu"),
+        f"-I{jax.ffi.include_dir()}", f"-I{XLACC_INCLUDE}", f"-I{project}", "-o", str(library), str(project / name / "_entry_points.cu"),
     ]  # fmt: skip
 
 
@@ -97,6 +105,24 @@ def parse_variants(text: str) -> dict[str, dict[str, int]]:
         label, _, defines = item.partition(":")
         variants[label] = {k.strip(): int(v) for k, _, v in (d.partition("=") for d in defines.split(",") if d.strip())}
     return variants
+
+
+def variant_libraries(project: Path, variants) -> dict[str, Path]:
+    return {"default": project / NAME / f"lib{NAME}.so", **{label: project / "build" / f"lib{NAME}_{label}.so" for label in variants}}
+
+
+def build_with_nvcc(project: Path, arch: str, variants: dict[str, dict[str, int]]) -> dict[str, Path]:
+    """Every library with nvcc for `arch`, in parallel (no GPU needed)."""
+    libraries = variant_libraries(project, variants)
+    for library in libraries.values():
+        library.parent.mkdir(parents=True, exist_ok=True)
+    jobs = {label: subprocess.Popen(nvcc_command(project, path, arch, variants.get(label, {})), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for label, path in libraries.items()}  # fmt: skip
+    for label, job in jobs.items():
+        output, _ = job.communicate()
+        if job.returncode != 0:
+            raise SystemExit(f"nvcc failed for {label}:\n{output[-3000:]}")
+    return libraries
 
 
 def build(project: Path, arch: str, variants: dict[str, dict[str, int]]) -> dict[str, Path]:
@@ -124,13 +150,21 @@ def build(project: Path, arch: str, variants: dict[str, dict[str, int]]) -> dict
     return libraries
 
 
-def load_module(project: Path, name: str):
+def load_module(project: Path, module: str, name: str = NAME):
     """A module of the generated project's package."""
-    sys.path.insert(0, str(project))
-    return importlib.import_module(f"{NAME}.{name}")
+    if str(project) not in sys.path:
+        sys.path.insert(0, str(project))
+    return importlib.import_module(f"{name}.{module}")
 
 
-def register(library: Path, target: str, symbol: str):
+def scratch_shape(project: Path) -> tuple[int, ...]:
+    """The shape of the template's scratch output (split-KV partials), from the project's spec."""
+    from xlacc import spec as specmod
+
+    return next(t.shape for t in specmod.load(project).outputs if t.scratch)
+
+
+def register(library: Path, target: str, symbol: str, scratch: tuple[int, ...]):
     """Registers one build under its own target name and returns a jax function calling it."""
     import ctypes
 
@@ -140,8 +174,9 @@ def register(library: Path, target: str, symbol: str):
     jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="CUDA", api_version=1)
 
     def call(query, key_cache, value_cache, block_tables, seq_lens, *, scale):
-        result = jax.ShapeDtypeStruct(query.shape, query.dtype)
-        return jax.ffi.ffi_call(target, result, vmap_method="sequential")(query, key_cache, value_cache, block_tables, seq_lens, scale=np.float32(scale))
+        results = (jax.ShapeDtypeStruct(query.shape, query.dtype), jax.ShapeDtypeStruct(scratch, np.float32))
+        call = jax.ffi.ffi_call(target, results, vmap_method="sequential")
+        return call(query, key_cache, value_cache, block_tables, seq_lens, scale=np.float32(scale))[0]
 
     call.library = lib  # keeps the library loaded
     return call
@@ -190,18 +225,22 @@ def check_grid(call, reference, seed: int = 0) -> list[dict]:
 
     rows = []
     groups = {64: (8, 8), 128: (32, 8), 256: (12, 1)}  # (num_heads, num_kv_heads): GQA 1, 4 and 12 (two CTAs per kv head)
+    # A few sequences, one of them long: split-KV; many sequences: one CTA per (sequence, kv head).
+    batches = {"split": lambda rng, block: np.concatenate([[1, 4096, 0, block * 3 + 5, block, 17], rng.integers(1, 4097, size=2)]),
+               "whole": lambda rng, block: np.concatenate([[1, 0, block * 3 + 5], rng.integers(1, 200, size=197)])}  # fmt: skip
     for dtype in ("bf16", "f16", "f32"):
         for head_size in reference.HEAD_SIZES:
             for block_size in reference.BLOCK_SIZES:
-                rng = np.random.default_rng(seed)
-                lens = np.concatenate([[1, 4096, 0, block_size * 3 + 5, block_size, 17], rng.integers(1, 4097, size=2)])
-                heads, kv_heads = groups[head_size]
-                operands, attrs = reference.make_inputs(rng, dtype, lens, num_heads=heads, num_kv_heads=kv_heads, head_size=head_size, block_size=block_size)
-                got = np.asarray(call(*[jnp.asarray(a) for a in operands], **attrs))
-                want = reference.reference(*[numerics.widen(a) for a in operands], **attrs)
-                result = numerics.compare("out", got, want)
-                rows.append({"dtype": dtype, "head_size": head_size, "block_size": block_size, "ok": result.ok, "detail": result.detail})
-                print(f"  {'ok  ' if result.ok else 'FAIL'} {dtype:4} head {head_size:3} block {block_size}: {result.detail}", flush=True)
+                for batch, lengths in batches.items():
+                    rng = np.random.default_rng(seed)
+                    heads, kv_heads = groups[head_size]
+                    operands, attrs = reference.make_inputs(rng, dtype, lengths(rng, block_size), num_heads=heads, num_kv_heads=kv_heads,
+                                                            head_size=head_size, block_size=block_size)  # fmt: skip
+                    got = np.asarray(call(*[jnp.asarray(a) for a in operands], **attrs))
+                    want = reference.reference(*[numerics.widen(a) for a in operands], **attrs)
+                    result = numerics.compare("out", got, want)
+                    rows.append({"dtype": dtype, "head_size": head_size, "block_size": block_size, "batch": batch, "ok": result.ok, "detail": result.detail})
+                    print(f"  {'ok  ' if result.ok else 'FAIL'} {dtype:4} head {head_size:3} block {block_size} {batch}: {result.detail}", flush=True)
     return rows
 
 
@@ -262,7 +301,7 @@ def time_case(calls: dict, reference, operands: list, attrs: dict, args, copy_li
 
 
 def print_case(case: dict) -> None:
-    print(f"{case['num_seqs']} seqs, {case['dtype']}: {case['bytes_moved'] / 1e6:.1f} MB moved; XLA reference {case['native_us']:.1f} us "
+    print(f"{case['num_seqs']} seqs{' x ' + str(case['seq_len']) + ' tokens' if 'seq_len' in case else ''}, {case['dtype']}: {case['bytes_moved'] / 1e6:.1f} MB moved; XLA reference {case['native_us']:.1f} us "
           f"({case['native_gbps']:.0f} GB/s); max |custom - XLA| = {case['max_abs_diff_vs_native']:.3g}")  # fmt: skip
     print(f"{'build':>12} {'us':>8} {'GB/s':>7} {'% copy':>7} {'% spec':>7} {'speedup':>8}")
     for r in case["results"]:
@@ -276,12 +315,24 @@ def main(argv=None) -> int:
     import jax.numpy as jnp
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_paged_attention_"))
-    project = render(workdir / NAME)
+    project, variants = workdir / NAME, parse_variants(args.variants)
     started = time.perf_counter()
-    libraries = build(project, gpu_arch(), parse_variants(args.variants))
-    print(f"built {len(libraries)} libraries in {time.perf_counter() - started:.1f} s", flush=True)
+    if args.prebuilt:
+        libraries = variant_libraries(project, variants)
+        missing = [str(path) for path in libraries.values() if not path.is_file()]
+        if missing:
+            raise SystemExit(f"--prebuilt: not built: {', '.join(missing)} (run with --build-only first)")
+    else:
+        render(project)
+        if args.build_only:
+            libraries = build_with_nvcc(project, args.arch or gpu_arch(), variants)
+            print(f"built {', '.join(map(str, libraries.values()))} in {time.perf_counter() - started:.1f} s")
+            return 0
+        libraries = build(project, gpu_arch(), variants)
+        print(f"built {len(libraries)} libraries in {time.perf_counter() - started:.1f} s", flush=True)
     reference = load_module(project, "reference")
-    calls = {label: register(path, f"{NAME}_{label}", f"xlacc_{NAME}_ffi") for label, path in libraries.items()}
+    scratch = scratch_shape(project)
+    calls = {label: register(path, f"{NAME}_{label}", f"xlacc_{NAME}_ffi", scratch) for label, path in libraries.items()}
     report: dict = {"environment": environment(), "config": {k: v for k, v in vars(args).items() if k not in ("out", "workdir")}}
     print(json.dumps(report["environment"], indent=1), flush=True)
 
@@ -310,6 +361,12 @@ def main(argv=None) -> int:
     report["main"] = main_case
     sweep = [int(n) for n in args.batch_sweep.split(",") if n.strip()]
     report["batch_sweep"] = [time_case(calls, reference, first_seqs(operands, n), attrs, args, copy_limit, datasheet) for n in sweep]
+    report["long"] = []
+    for seq_len in [int(n) for n in args.seq_lens.split(",") if n.strip()]:
+        long_args = argparse.Namespace(**{**vars(args), "seq_len": seq_len})
+        long_operands, long_attrs = bench_inputs(reference, long_args, args.dtype, 1)
+        report["long"].append(time_case(calls, reference, long_operands, long_attrs, args, copy_limit, datasheet) | {"seq_len": seq_len})
+        del long_operands
     default_only = {"default": calls["default"]}
     report["dtypes"] = []
     for dtype in filter(None, args.extra_dtypes.split(",")):
@@ -320,7 +377,7 @@ def main(argv=None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "paged_attention.json").write_text(json.dumps(report, indent=1))
 
-    for case in [*report["batch_sweep"], *report["dtypes"], main_case]:
+    for case in [*report["batch_sweep"], *report["long"], *report["dtypes"], main_case]:
         print()
         print_case(case)
     best = main_case["results"][0]

@@ -66,6 +66,33 @@ def test_hlo_without_api_version_is_original_and_escapes_are_read():
     assert call.backend_config == 'say "hi"'
 
 
+JAX_COMPILED_IN_PLACE = (
+    "  ROOT %ffi_call.3 = (f32[5,16,2,64]{3,2,1,0}, f32[5,16,2,64]{3,2,1,0}) custom-call(%key.1, %value.1, %key_cache.1, "
+    '%value_cache.1, %slot_mapping.1), custom_call_target="kvw", operand_layout_constraints={f32[10,2,64]{2,1,0}, '
+    "f32[10,2,64]{2,1,0}, f32[5,16,2,64]{3,2,1,0}, f32[5,16,2,64]{3,2,1,0}, s32[10]{0}}, "
+    "output_to_operand_aliasing={{0}: (2, {}), {1}: (3, {})}, api_version=API_VERSION_TYPED_FFI, backend_config={}"
+)
+SHLO_IN_PLACE = (
+    "    %0:2 = stablehlo.custom_call @kvw(%arg0, %arg1, %arg2, %arg3, %arg4) {backend_config = \"\", mhlo.backend_config = {}, "
+    "output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0], operand_index = 2, operand_tuple_indices = []>, "
+    "#stablehlo.output_operand_alias<output_tuple_indices = [1], operand_index = 3, operand_tuple_indices = []>]} "
+    ": (tensor<10x2x64xf32>, tensor<10x2x64xf32>, tensor<5x16x2x64xf32>, tensor<5x16x2x64xf32>, tensor<10xi32>) "
+    "-> (tensor<5x16x2x64xf32>, tensor<5x16x2x64xf32>)"
+)
+
+
+@pytest.mark.parametrize("text, read", [(JAX_COMPILED_IN_PLACE, hlo.hlo_custom_calls), (SHLO_IN_PLACE, hlo.stablehlo_custom_calls)])
+def test_results_written_in_place_are_read_as_output_operand_pairs(text, read):
+    (call,) = read(text)
+    assert call.target == "kvw" and call.aliases == ((0, 2), (1, 3))
+
+
+def test_a_single_aliased_result_has_index_zero_and_plain_calls_have_none():
+    line = '  %cc = f32[2]{0} custom-call(f32[2]{0} %p), custom_call_target="t", output_to_operand_aliasing={{}: (0, {})}'
+    assert hlo.hlo_custom_calls(line)[0].aliases == ((0, 0),)
+    assert hlo.hlo_custom_calls(JAX_COMPILED_FFI)[0].aliases == ()
+
+
 def test_hlo_with_no_custom_call():
     text = "  ROOT %add.3 = f32[4]{0} add(f32[4]{0} %p0.1, f32[4]{0} %p1.2)"
     assert hlo.hlo_custom_calls(text) == []

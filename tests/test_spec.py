@@ -325,3 +325,77 @@ def test_a_gradient_name_may_not_take_a_users_name(tmp_path):
     text = VALID.replace('name = "weight"', 'name = "grad_x"') + '\n[backward]\n'
     with pytest.raises(SpecError, match="names a gradient 'grad_x'"):
         specmod.load(write(tmp_path, text).parent)
+
+
+IN_PLACE = """
+[op]
+name = "kv_write"
+frameworks = ["jax", "torch-xla"]
+
+[[inputs]]
+name = "rows"
+dtype = ["f32", "bf16"]
+
+[[inputs]]
+name = "cache"
+dtype = ["f32", "bf16"]
+
+[[inputs]]
+name = "slots"
+dtype = "i32"
+
+[[outputs]]
+name = "cache_out"
+dtype = ["f32", "bf16"]
+alias = "cache"
+
+[[outputs]]
+name = "work"
+dtype = "f32"
+shape = [1024]
+scratch = true
+"""
+
+
+def test_results_written_in_place_and_scratch_results(tmp_path):
+    spec = specmod.load(write(tmp_path, IN_PLACE))
+    cache_out, work = spec.outputs
+    assert (cache_out.alias, cache_out.like, cache_out.scratch) == ("cache", "cache", False)
+    assert (work.scratch, work.shape) == (True, (1024,))
+    assert spec.aliases == {1: 0}
+    assert spec.results == (cache_out,) and spec.result_indices == (0,)
+    unaliased = specmod.load(write(tmp_path, IN_PLACE.replace('alias = "cache"', 'shape = "cache"')))
+    assert unaliased.signature_digest != spec.signature_digest
+
+
+def test_default_alias_and_scratch_keys_leave_the_digest_alone(tmp_path):
+    """Projects written before these keys existed keep their recorded signature."""
+    plain = specmod.load(write(tmp_path, IN_PLACE.replace("scratch = true", "")))
+    spelled_out = specmod.load(write(tmp_path, IN_PLACE.replace("scratch = true", "scratch = false")))
+    assert plain.signature_digest == spelled_out.signature_digest
+
+
+@pytest.mark.parametrize(
+    "edit, key, says",
+    [
+        (('alias = "cache"', 'alias = "nothing"'), "outputs[0].alias", "not an input"),
+        (('alias = "cache"', 'alias = "cache"\nshape = [4]'), "outputs[0].shape", "omit shape"),
+        (('name = "cache_out"\ndtype = ["f32", "bf16"]', 'name = "cache_out"\ndtype = "i32"'), "outputs[0].dtype", "its input's dtype"),
+        (('alias = "cache"', 'alias = "cache"\nscratch = true'), "outputs[0].scratch", "cannot also alias"),
+        (("shape = [1024]", 'shape = "new"'), "outputs[1].shape", "fixed shape"),
+        (("shape = [1024]", "shape = [0]"), "outputs[1].shape", "positive ints"),
+        (("scratch = true", 'scratch = "yes"'), "outputs[1].scratch", "true or false"),
+        (('name = "cache_out"\ndtype = ["f32", "bf16"]\nalias = "cache"', 'name = "cache_out"\ndtype = "f32"\nshape = [8]\nscratch = true'), "outputs", "every result is scratch"),
+        (('[[outputs]]\nname = "work"', '[[outputs]]\nname = "again"\ndtype = ["f32", "bf16"]\nalias = "cache"\n\n[[outputs]]\nname = "work"'), "outputs[1].alias", "aliased by two"),
+    ],
+)
+def test_bad_aliases_and_scratch_results_name_their_key(tmp_path, edit, key, says):
+    assert edit[0] in IN_PLACE
+    with pytest.raises(SpecError) as info:
+        specmod.load(write(tmp_path, IN_PLACE.replace(edit[0], edit[1], 1)))
+    assert f"[{key}]" in str(info.value) and says in str(info.value), str(info.value)
+
+
+def test_an_output_with_scratch_false_is_an_ordinary_result(tmp_path):
+    spec = specmod.load(write(tmp_path, IN_PLACE.replace("scratch = true", "scratch = false")))
+    assert spec.outputs[1].scratch is False and spec.results == spec.outputs

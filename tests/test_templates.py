@@ -222,7 +222,7 @@ def run_generated_tests(project: Project) -> tuple[int, int, str]:
 def generated_test_count(spec: specmod.Spec) -> int:
     """The generated file's tests: each dtype at three sizes, the lowering, one sharded case per
     factor the op may be split along, vmap, and grad (its check, or its error without [backward])."""
-    return 3 * len(spec.op_dtypes) + 1 + len(transforms.splits(spec)) + 2
+    return 3 * len(spec.op_dtypes) + 1 + len(transforms.splits(spec)) + 2 + bool(spec.aliases)
 
 
 def _ids(combos: list[Combo]) -> list[str]:

@@ -48,19 +48,21 @@ def derive() -> frozenset[str]:
                 frameworks=list(specmod.FRAMEWORKS),
                 directory=Path("/nonexistent") / PLACEHOLDER,
             )
-            spec, meta = _probe_spec(request)
-            for path, text in scaffold.render(spec, meta).items():
-                if path.endswith(".py"):
-                    found |= python_identifiers(text)
-                elif path.endswith((".cu", ".cc")):
-                    found |= cxx_identifiers(text)
+            for special_outputs in (False, True):
+                spec, meta = _probe_spec(request, special_outputs)
+                for path, text in scaffold.render(spec, meta).items():
+                    if path.endswith(".py"):
+                        found |= python_identifiers(text)
+                    elif path.endswith((".cu", ".cc")):
+                        found |= cxx_identifiers(text)
     return frozenset(name for name in found if PLACEHOLDER not in name)
 
 
-def _probe_spec(request):
-    """A blank op with two generic inputs, a fixed-dtype input, two outputs, an attribute of each
-    type and a backward kernel, all named with the placeholder (built without the name check this
-    module serves)."""
+def _probe_spec(request, special_outputs: bool):
+    """A blank op with two generic inputs, a fixed-dtype input, two outputs (and with
+    special_outputs one written in place and a scratch one), an attribute of each type and a
+    backward kernel, all named with the placeholder (built without the name check this module
+    serves)."""
     from xlacc import scaffold
     from xlacc import spec as specmod
 
@@ -81,11 +83,19 @@ def _probe_spec(request):
         outputs=(
             specmod.Tensor(f"{PLACEHOLDER}_out0", generic, like=f"{PLACEHOLDER}_in0"),
             specmod.Tensor(f"{PLACEHOLDER}_out1", ("f32",), like=f"{PLACEHOLDER}_in0"),
+        )
+        + (
+            (
+                specmod.Tensor(f"{PLACEHOLDER}_out2", ("i32",), like=f"{PLACEHOLDER}_in2", alias=f"{PLACEHOLDER}_in2"),
+                specmod.Tensor(f"{PLACEHOLDER}_out3", ("f32",), (16,), scratch=True),
+            )
+            if special_outputs
+            else ()
         ),
         attrs=tuple(specmod.Attr(f"{PLACEHOLDER}_attr{i}", t, 1) for i, t in enumerate(specmod.ATTR_TYPES)),
         build=specmod.Build(kernel=f"kernel{'.cu' if request.platform == 'cuda' else '.cc'}"),
         # A backward kernel with a saved tensor, so that the backward's code is probed too.
-        sharding=specmod.Sharding("... c, ... c, ... c -> ... c, ... c"),
+        sharding=specmod.Sharding("... c, ... c, ... c -> " + ", ".join(["... c"] * (3 if special_outputs else 2))),
         backward=specmod.Backward(
             "kernel",
             (f"{PLACEHOLDER}_in0", f"{PLACEHOLDER}_in1"),

@@ -185,6 +185,8 @@ class Tensor:
     shape: tuple[int | str, ...] | None = None  # dims (ints or symbols); None: any shape
     like: str | None = None  # results only: same shape as this input
     like_stop: int | None = None  # saved tensors only: the input's leading dims, like.shape[:like_stop]
+    alias: str | None = None  # results only: written in place into this input's buffer
+    scratch: bool = False  # results only: working memory XLA provides; the bindings never return it
 
     @property
     def dtype(self) -> str:
@@ -280,6 +282,21 @@ class Call:
     @property
     def launch(self) -> str:
         return f"{self.name}_launch"
+
+    @property
+    def results(self) -> tuple[Tensor, ...]:
+        """What the call's bindings return: every output but scratch (which the kernel alone uses)."""
+        return tuple(t for t in self.outputs if not t.scratch)
+
+    @property
+    def result_indices(self) -> tuple[int, ...]:
+        return tuple(i for i, t in enumerate(self.outputs) if not t.scratch)
+
+    @property
+    def aliases(self) -> dict[int, int]:
+        """Input index -> output index of each output written in place (jax's input_output_aliases)."""
+        names = [t.name for t in self.inputs]
+        return {names.index(t.alias): i for i, t in enumerate(self.outputs) if t.alias is not None}
 
 
 @dataclass(frozen=True)
@@ -483,6 +500,28 @@ class Spec:
     def input(self, name: str) -> Tensor:
         return next(t for t in self.inputs if t.name == name)
 
+    def input_index(self, name: str) -> int:
+        return next(i for i, t in enumerate(self.inputs) if t.name == name)
+
+    @property
+    def results(self) -> tuple[Tensor, ...]:
+        """The outputs the bindings return: every output but scratch."""
+        return tuple(t for t in self.outputs if not t.scratch)
+
+    @property
+    def result_indices(self) -> tuple[int, ...]:
+        return tuple(i for i, t in enumerate(self.outputs) if not t.scratch)
+
+    @property
+    def fresh_result_indices(self) -> tuple[int, ...]:
+        """Outputs in new buffers the caller gets back: neither scratch nor written in place."""
+        return tuple(i for i, t in enumerate(self.outputs) if not t.scratch and t.alias is None)
+
+    @property
+    def aliases(self) -> dict[int, int]:
+        """Input index -> output index of each result written in place (jax's input_output_aliases)."""
+        return {self.input_index(t.alias): i for i, t in enumerate(self.outputs) if t.alias is not None}
+
     @property
     def signature_digest(self) -> str:
         """A digest of everything the generated code is made from (not build settings)."""
@@ -494,7 +533,7 @@ class Spec:
             "api": self.api,
             "frameworks": self.frameworks,
             "inputs": [[t.name, t.dtypes, t.shape, t.like] for t in self.inputs],
-            "outputs": [[t.name, t.dtypes, t.shape, t.like] for t in self.outputs],
+            "outputs": [[t.name, t.dtypes, t.shape, t.like] + ([t.alias, t.scratch] if t.alias or t.scratch else []) for t in self.outputs],
             "attrs": [[a.name, a.type, a.default] for a in self.attrs],
             "kernel": self.kernel_file,
         }
@@ -524,7 +563,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "": ("op", "inputs", "outputs", "attrs", "build", "from", "sharding", "backward", "generated"),
     "op": ("name", "target", "template", "platform", "api", "frameworks", "reference"),
     "inputs": ("name", "dtype", "shape"),
-    "outputs": ("name", "dtype", "shape"),
+    "outputs": ("name", "dtype", "shape", "alias", "scratch"),
     "attrs": ("name", "type", "default"),
     "build": ("kernel", "sources", "include_dirs", "defines", "flags", "archs", "ptx", "output"),
     "from": ("file", "kernel", "sizes"),
@@ -684,6 +723,8 @@ class _Reader:
         self.known_keys(raw, "outputs" if is_output else "inputs", key)
         name = self.get(raw, f"{key}.name", lambda v: check_member_name(v, "name"))
         dtypes = self.dtypes(raw.get("dtype"), f"{key}.dtype")
+        if is_output and ("alias" in raw or "scratch" in raw):
+            return self.special_result(raw, key, name, dtypes)
         shape = raw.get("shape")
         if isinstance(shape, str):
             if not is_output:
@@ -699,6 +740,24 @@ class _Reader:
         elif is_output:
             raise self.fail(f"{key}.shape", "missing: give an input's name (same shape) or a list of dims")
         return Tensor(name, dtypes, shape)
+
+    def special_result(self, raw: dict, key: str, name: str, dtypes: tuple[str, ...]) -> Tensor:
+        """A result written in place into an input (``alias = "INPUT"``, its shape that input's), or a
+        scratch buffer (``scratch = true``) of a fixed shape that the bindings never return."""
+        alias, scratch, shape = raw.get("alias"), self.boolean(raw, f"{key}.scratch", default=False), raw.get("shape")
+        if alias is not None and scratch:
+            raise self.fail(f"{key}.scratch", "a scratch result cannot also alias an input")
+        if alias is not None:
+            if not isinstance(alias, str) or not IDENTIFIER.match(alias):
+                raise self.fail(f"{key}.alias", f"{alias!r} is not an input's name")
+            if shape not in (None, alias):
+                raise self.fail(f"{key}.shape", f"a result that aliases {alias!r} has its shape: omit shape or write shape = {alias!r}")
+            return Tensor(name, dtypes, None, like=alias, alias=alias)
+        if not scratch:
+            return self.tensor({k: v for k, v in raw.items() if k != "scratch"}, key, is_output=True)
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
+            raise self.fail(f"{key}.shape", "a scratch result needs a fixed shape: a list of positive ints")
+        return Tensor(name, dtypes, tuple(shape), scratch=True)
 
     def attr(self, raw: Any, key: str) -> Attr:
         if not isinstance(raw, dict):
@@ -809,7 +868,9 @@ class _Reader:
         input_names = [t.name for t in spec.inputs]
         for i, out in enumerate(spec.outputs):
             if out.like is not None and out.like not in input_names:
-                raise self.fail(f"outputs[{i}].shape", f"{out.like!r} is not an input; use one of: {', '.join(input_names)}")
+                where = "alias" if out.alias else "shape"
+                raise self.fail(f"outputs[{i}].{where}", f"{out.like!r} is not an input; use one of: {', '.join(input_names)}")
+        self.cross_check_results(spec)
         generic = {t.dtypes for t in spec.inputs + spec.outputs if t.generic}
         if len(generic) > 1:
             raise self.fail("inputs", "all dtype lists in one op must be the same list (the op is generic over one type)")
@@ -840,12 +901,26 @@ class _Reader:
     def check_sharding(self, spec: Spec) -> None:
         if spec.sharding is None:
             return
-        ranks = {t.name: (len(t.shape) if t.shape is not None else None) for t in spec.inputs + spec.outputs}
+        ranks = {t.name: (len(t.shape) if t.shape is not None else None) for t in spec.inputs + spec.results}
         for t in spec.outputs:
             if t.like:
                 ranks[t.name] = ranks[t.like]
         try:
-            sharding_rules.check(spec.sharding.parsed, tuple(t.name for t in spec.inputs), tuple(t.name for t in spec.outputs), ranks, spec.sharding.whole)
+            # Scratch results are each device's own working memory: the rule covers what is returned.
+            sharding_rules.check(spec.sharding.parsed, tuple(t.name for t in spec.inputs), tuple(t.name for t in spec.results), ranks, spec.sharding.whole)
             spec._saved_factors(spec.sharding.parsed)  # a saved tensor takes its input's leading factors
         except sharding_rules.RuleError as exc:
             raise self.fail("sharding.rule", str(exc)) from None
+
+    def cross_check_results(self, spec: Spec) -> None:
+        aliased: list[str] = []
+        for i, out in enumerate(spec.outputs):
+            if out.alias is None:
+                continue
+            if out.alias in aliased:
+                raise self.fail(f"outputs[{i}].alias", f"{out.alias!r} is aliased by two results; each input can hold one")
+            aliased.append(out.alias)
+            if out.dtypes != spec.input(out.alias).dtypes:
+                raise self.fail(f"outputs[{i}].dtype", f"a result written in place has its input's dtype: {list(spec.input(out.alias).dtypes)}")
+        if not spec.results:
+            raise self.fail("outputs", "every result is scratch: the op would return nothing and XLA would remove it")

@@ -178,7 +178,7 @@ class Harness:
             return
         results = [
             numerics.compare(out_spec.name, out, ref, self.args.rtol, self.args.atol)
-            for out_spec, out, ref in zip(self.spec.outputs, outputs, expected)
+            for out_spec, out, ref in zip(self.spec.results, outputs, expected)
         ]
         detail = f"{self.numerics_note}seed {self.args.seed}: " + "; ".join(r.detail for r in results)
         self.check(f"numerics {label}", all(r.ok for r in results), detail)

@@ -260,6 +260,26 @@ class JaxHarness(Harness):
         compiled_ok, compiled_detail = self.verify_calls(hlo.hlo_custom_calls(compiled_text), "compiled HLO")
         self.compiled_ok = compiled_ok
         self.check("lowering", compiled_ok, f"{detail}; {compiled_detail}")
+        if compiled_ok and self.spec.aliases:
+            self.check("aliasing", *self.verify_aliasing(self.put(operands), attrs))
+
+    def verify_aliasing(self, args: list[Any], attrs: dict[str, Any]) -> tuple[bool, str]:
+        """Results written in place: with their inputs donated, the compiled HLO hands the custom
+        call those inputs' own buffers (output_to_operand_aliasing, and no copy in front)."""
+        import jax
+
+        aliases = self.spec.aliases
+        text = jax.jit(self.op(attrs), donate_argnums=tuple(aliases)).lower(*args).compile().as_text()
+        call = hlo.calls_to(hlo.hlo_custom_calls(text), self.spec.target)[0]
+        pairs = ", ".join(f"{self.spec.inputs[i].name} -> {self.spec.outputs[o].name}" for i, o in aliases.items())
+        missing = [self.spec.inputs[i].name for i, o in aliases.items() if (o, i) not in call.aliases]
+        if missing:
+            return False, f"compiled HLO: the custom call does not alias {', '.join(missing)} (output_to_operand_aliasing: {list(call.aliases)})"
+        producers = hlo.hlo_instructions(text)
+        copied = [self.spec.inputs[i].name for i in aliases if getattr(producers.get(call.operands[i]), "opcode", "") == "copy"]
+        if copied:
+            return False, f"compiled HLO: XLA copies {', '.join(copied)} before the call although donated"
+        return True, f"{pairs} in place, donated: output_to_operand_aliasing and no copy in the compiled HLO"
 
     def lower_for_gpu_without_one(self, operands: list[Any], attrs: dict[str, Any]) -> tuple[bool, str]:
         import jax
@@ -273,6 +293,10 @@ class JaxHarness(Harness):
         )(*shapes)
         self.lowered_text = exported.mlir_module()
         ok, detail = self.verify_calls(hlo.stablehlo_custom_calls(self.lowered_text), "StableHLO for cuda (jax.export)")
+        if ok and self.spec.aliases:
+            asked = set(hlo.calls_to(hlo.stablehlo_custom_calls(self.lowered_text), self.spec.target)[0].aliases)
+            missing = [self.spec.inputs[i].name for i, o in self.spec.aliases.items() if (o, i) not in asked]
+            self.check("aliasing", not missing, f"not aliased: {', '.join(missing)}" if missing else "output_operand_aliases in the StableHLO; compiling it needs a GPU")
         return ok, f"{detail}; not compiled: no GPU here"
 
     def verify_calls(self, calls: list[hlo.CustomCall], where: str) -> tuple[bool, str]:

@@ -289,7 +289,9 @@ class TorchXlaHarness(Harness):
         got = [f"{m['type']}[{m['dims']}]" for m in _HLO_SHAPE.finditer(call.result_shape)]
         dtypes = [self.output_dtype(out, operands) for out in self.spec.forward.outputs]
         inputs = {t.name: np.shape(a) for t, a in zip(self.spec.inputs, operands)}
-        shapes = [np.shape(ref) for ref in expected] + [inputs[t.like][: t.like_stop] for t in self.spec.saved]
+        references = iter(np.shape(ref) for ref in expected)  # scratch results are the spec's; the others the reference's
+        shapes = [out.shape if out.scratch else next(references, ()) for out in self.spec.outputs]
+        shapes += [inputs[t.like][: t.like_stop] for t in self.spec.saved]
         want = [f"{HLO_ELEMENT_TYPES[d]}[{','.join(str(n) for n in shape)}]" for d, shape in zip(dtypes, shapes)]
         if got != want:
             self.report("result-mismatch", f"{label}: the custom-call returns {call.result_shape}; the reference and the spec give {', '.join(want)}")

@@ -30,6 +30,7 @@ class CustomCall:
     operand_shapes: tuple[str, ...]  # as printed; "" where the text does not say
     result_shape: str
     line: str
+    aliases: tuple[tuple[int, int], ...] = ()  # (output index, operand index): results written into an operand's buffer
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ _HLO_CONFIG_STRING = re.compile(r'\bbackend_config="(?P<config>(?:[^"\\]|\\.)*)"
 _HLO_CONFIG_DICT = re.compile(r"\bbackend_config=(?P<config>\{.*?\})(?:,|$)")
 _OPERAND = re.compile(r"^(?P<shape>.*?)\s*%(?P<name>[\w.\-]+)$")
 _COMMENT = re.compile(r"/\*.*?\*/")  # torch_xla numbers long operand lists: /*index=5*/
+# output_to_operand_aliasing={{0}: (2, {}), {1}: (3, {})}; a single result's index is {}.
+_HLO_ALIAS = re.compile(r"\{(?P<output>[\d,\s]*)\}:\s*\((?P<operand>\d+),")
 
 
 def hlo_instructions(text: str) -> dict[str, Instruction]:
@@ -87,9 +90,18 @@ def hlo_custom_calls(text: str) -> list[CustomCall]:
                 operand_shapes=tuple(p["shape"] for p in parts if p),
                 result_shape=match["shape"],
                 line=line.strip(),
+                aliases=_hlo_aliases(attrs),
             )
         )
     return calls
+
+
+def _hlo_aliases(attrs: str) -> tuple[tuple[int, int], ...]:
+    start = attrs.find("output_to_operand_aliasing=")
+    if start < 0:
+        return ()
+    inner = _balanced(attrs, attrs.index("{", start))
+    return tuple((int(m["output"].split(",")[0]) if m["output"].strip() else 0, int(m["operand"])) for m in _HLO_ALIAS.finditer(inner))
 
 
 def _hlo_backend_config(attrs: str) -> str:
@@ -109,6 +121,7 @@ _SHLO_CONFIG_STRING = re.compile(r'(?<![\w.])backend_config\s*=\s*"(?P<config>(?
 # api_version; converting to HLO turns that into API_VERSION_TYPED_FFI.
 _SHLO_FFI_CONFIG = re.compile(r"\bmhlo\.backend_config\s*=\s*(?P<config>\{[^{}]*\})")
 _SHLO_TYPE = re.compile(r"\)\s*->\s*(?P<result>.+?)(?:\s+loc\(.*\))?\s*$")
+_SHLO_ALIAS = re.compile(r"output_operand_alias<output_tuple_indices = \[(?P<output>[\d,\s]*)\],\s*operand_index = (?P<operand>\d+)")
 
 
 def stablehlo_custom_calls(text: str) -> list[CustomCall]:
@@ -136,6 +149,7 @@ def stablehlo_custom_calls(text: str) -> list[CustomCall]:
                 operand_shapes=("",) * len(operands),
                 result_shape=result["result"] if result else "",
                 line=line.strip(),
+                aliases=tuple((int(m["output"].split(",")[0]) if m["output"].strip() else 0, int(m["operand"])) for m in _SHLO_ALIAS.finditer(rest)),
             )
         )
     return calls

@@ -72,6 +72,21 @@ struct Tensor {
   T* data() const { return static_cast<T*>(ptr); }
 };
 
+// "[2, 3, 4]": a tensor's shape for error messages.
+inline std::string shape_text(const Tensor& t) {
+  std::string text = "[";
+  for (int i = 0; i < t.rank; ++i) text += (i ? ", " : "") + std::to_string(t.dims[i]);
+  return text + "]";
+}
+
+inline bool same_shape(const Tensor& a, const Tensor& b) {
+  if (a.rank != b.rank) return false;
+  for (int i = 0; i < a.rank; ++i) {
+    if (a.dims[i] != b.dims[i]) return false;
+  }
+  return true;
+}
+
 #ifdef __CUDACC__
 using f16_t = __half;
 using bf16_t = __nv_bfloat16;
