@@ -93,8 +93,8 @@ class TransformChecks:
         shape = f"jit(vmap({self.spec.name})) over {VMAP_EXAMPLES} examples of {batched}"
         if bad is not None:
             self.h.check("vmap", False, f"{shape}: example results differ from the unbatched call: {bad.detail}")
-        elif transforms.folding_inputs(self.spec) is None:
-            self.h.check("vmap", None, f"{shape}: one launch per example ({loops} loop); {transforms.describe_vmap(self.spec)}")
+        elif transforms.folding_inputs(self.spec) is None:  # right, one launch at a time, and saying why
+            self.h.check("vmap", True, f"{shape}: each example matches the unbatched call; one launch per example ({loops} loop): {transforms.describe_vmap(self.spec)}")
         elif launches == 1 and not loops:
             self.h.check("vmap", True, f"{shape}: one launch (1 custom call to {self.spec.target}, no loop); each example matches the unbatched call")
         else:
