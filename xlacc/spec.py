@@ -252,6 +252,21 @@ class Backward:
     saved: tuple[Tensor, ...] = ()  # written by the forward as extra outputs, read by the backward
 
 
+def returned(outputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """What a call's bindings return: every output but scratch (which the kernel alone uses)."""
+    return tuple(t for t in outputs if not t.scratch)
+
+
+def returned_indices(outputs: tuple[Tensor, ...]) -> tuple[int, ...]:
+    return tuple(i for i, t in enumerate(outputs) if not t.scratch)
+
+
+def in_place(inputs: tuple[Tensor, ...], outputs: tuple[Tensor, ...]) -> dict[int, int]:
+    """Input index -> output index of each output written in place (jax's input_output_aliases)."""
+    names = [t.name for t in inputs]
+    return {names.index(t.alias): i for i, t in enumerate(outputs) if t.alias is not None}
+
+
 @dataclass(frozen=True)
 class Call:
     """One custom-call target of the op's library: the op itself, or its backward kernel. Each has
@@ -285,18 +300,15 @@ class Call:
 
     @property
     def results(self) -> tuple[Tensor, ...]:
-        """What the call's bindings return: every output but scratch (which the kernel alone uses)."""
-        return tuple(t for t in self.outputs if not t.scratch)
+        return returned(self.outputs)
 
     @property
     def result_indices(self) -> tuple[int, ...]:
-        return tuple(i for i, t in enumerate(self.outputs) if not t.scratch)
+        return returned_indices(self.outputs)
 
     @property
     def aliases(self) -> dict[int, int]:
-        """Input index -> output index of each output written in place (jax's input_output_aliases)."""
-        names = [t.name for t in self.inputs]
-        return {names.index(t.alias): i for i, t in enumerate(self.outputs) if t.alias is not None}
+        return in_place(self.inputs, self.outputs)
 
 
 @dataclass(frozen=True)
@@ -500,27 +512,17 @@ class Spec:
     def input(self, name: str) -> Tensor:
         return next(t for t in self.inputs if t.name == name)
 
-    def input_index(self, name: str) -> int:
-        return next(i for i, t in enumerate(self.inputs) if t.name == name)
-
     @property
     def results(self) -> tuple[Tensor, ...]:
-        """The outputs the bindings return: every output but scratch."""
-        return tuple(t for t in self.outputs if not t.scratch)
+        return returned(self.outputs)
 
     @property
     def result_indices(self) -> tuple[int, ...]:
-        return tuple(i for i, t in enumerate(self.outputs) if not t.scratch)
-
-    @property
-    def fresh_result_indices(self) -> tuple[int, ...]:
-        """Outputs in new buffers the caller gets back: neither scratch nor written in place."""
-        return tuple(i for i, t in enumerate(self.outputs) if not t.scratch and t.alias is None)
+        return returned_indices(self.outputs)
 
     @property
     def aliases(self) -> dict[int, int]:
-        """Input index -> output index of each result written in place (jax's input_output_aliases)."""
-        return {self.input_index(t.alias): i for i, t in enumerate(self.outputs) if t.alias is not None}
+        return in_place(self.inputs, self.outputs)
 
     @property
     def signature_digest(self) -> str:

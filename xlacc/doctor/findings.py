@@ -74,8 +74,10 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "XLA:CUDA was deprecated in torch_xla 2.8 (no CUDA wheels were built) and removed in 2.9; the PyPI "
         "wheels of every version are CPU/TPU builds. Custom-call registration needs the PJRT CUDA runtime "
         "(2.9: `RuntimeError: RegisterCustomCall not implemented` on every platform).",
-        "Run GPU custom calls through JAX (`jax.ffi`), or a torch_xla <= 2.7 built from source with CUDA; "
-        "with this torch_xla, check only the lowering on the CPU (`torch_xla._XLAC._get_xla_tensors_hlo([out])`).",
+        "Run PyTorch programs with custom calls on the GPU through torchax (PyTorch on JAX), or call the op through JAX "
+        "(`jax.ffi`), or use a torch_xla <= 2.7 built from source with CUDA; with this torch_xla, check the lowering on "
+        "the CPU (`torch_xla._XLAC._get_xla_tensors_hlo([out])`), as `xlacc run-smoke` does before it runs the "
+        "emitted program through jaxlib.",
         "`RuntimeError: No PjRtPlugin registered for: CUDA` or `RegisterCustomCall not implemented`",
     ),
     CatalogueEntry(
@@ -675,9 +677,10 @@ WORDINGS: dict[str, dict[str, Wording]] = {
     },
     "run-smoke torch-xla": {
         "torch-xla-no-cuda": Wording(
-            "this torch_xla cannot run a CUDA custom call",
+            "this torch_xla cannot run a custom call itself",
             "torch_xla 2.9 (PyPI) has no CUDA backend and no custom-call registration; XLA:CUDA was removed in 2.9. "
-            "Run the op through JAX (`xlacc run-smoke --framework jax`), or use a torch_xla build with a CUDA PJRT device",
+            "Run a PyTorch model with this op on the GPU through torchax (`--framework torchax`: the same torch op), "
+            "or through JAX; torch_xla's emitted program is checked through jaxlib",
         ),
         "op-optimized-away": Wording(
             "the op lowers without the custom call",
