@@ -26,6 +26,7 @@ class World:
         self.monkeypatch = monkeypatch
         self.tmp_path = tmp_path
         self.versions: dict[str, str] = {}
+        self.sources: dict[str, str] = {}  # a package's __version__ as its files say
         self.executables: dict[str, str] = {}
         self.outputs: dict[str, tuple[int, str]] = {}
         self.nvcc: Compiler | None = Compiler(Path("/usr/local/cuda/bin/nvcc"), "13.0.48", "nvcc", "PATH")
@@ -34,6 +35,7 @@ class World:
             monkeypatch.delenv(variable, raising=False)
         monkeypatch.setattr(environment, "package_version", self.versions.get)
         monkeypatch.setattr(environment, "find_executable", self.executables.get)
+        monkeypatch.setattr(environment, "module_source_version", self.sources.get)
         monkeypatch.setattr(environment, "run_command", self._run)
         monkeypatch.setattr(environment, "nvcc_compiler", self._nvcc)
         monkeypatch.setattr(environment, "jaxlib_include", lambda: self.include)
@@ -188,6 +190,27 @@ def test_torchax_versions_say_when_they_drift_from_the_tested_set(world, torch, 
 def test_torchax_not_installed_is_skipped(world):
     world.versions.update({"torch": "2.9.0"})
     assert world.run()["checks"]["torchax"].ok is None
+
+
+@pytest.mark.parametrize("on_disk", ["0.0.13", "0.0.6"])
+def test_torch_xla_s_copy_of_torchax_over_the_installed_one_is_named(world, on_disk):
+    world.versions.update({"torchax": "0.0.13", "torch": "2.9.0", "jax": "0.10.2", "torch_xla": "2.9.0"})
+    world.sources["torchax"] = on_disk
+    result = world.run()
+    assert ("torchax-shadowed" in result["codes"]) is (on_disk != "0.0.13")
+    if on_disk != "0.0.13":
+        shadowed = finding(result, "torchax-shadowed")
+        assert "on disk is 0.0.6" in shadowed.evidence and "torch_xla 2.9.0 ships that copy" in shadowed.evidence
+        assert shadowed.fix == "`pip install --force-reinstall --no-deps torchax==0.0.13`" and result["report"].code() == 1
+
+
+def test_source_version_is_read_without_importing(tmp_path, monkeypatch):
+    package = tmp_path / "shadowpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text('raise SystemExit("imported")\n__version__ = "0.0.6"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert environment.module_source_version("shadowpkg") == "0.0.6"
+    assert environment.module_source_version("no_such_package_here") is None
 
 
 @pytest.mark.parametrize("setting", [None, ("XLA_PYTHON_CLIENT_PREALLOCATE", "false"), ("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.4")])

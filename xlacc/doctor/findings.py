@@ -617,6 +617,18 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "`AssertionError: Expect a Tensor or a View but got <class 'torch.Tensor'>; usually this means there is a mixed math between XLATensor and torch.Tensor`",
     ),
     CatalogueEntry(
+        "torchax-shadowed",
+        "environment",
+        "error",
+        "torch_xla's old copy of torchax replaced the torchax you installed",
+        "torch_xla 2.9.0's wheel carries its own `torchax` package (torchax 0.0.6) in the same place as torchax's: "
+        "whichever pip installs last owns the files, while pip still lists the other's version. With torch_xla's copy "
+        "`import torchax` needs flax (`torchax/checkpoint.py`) and lacks the interop xlacc's torch bindings use.",
+        "Install torchax again after torch_xla, without touching its dependencies: "
+        "`pip install --force-reinstall --no-deps torchax==0.0.13`.",
+        "`File \".../torchax/checkpoint.py\", line 4, in <module> from flax.training import checkpoints ModuleNotFoundError: No module named 'flax'`",
+    ),
+    CatalogueEntry(
         "jax-preallocation",
         "environment",
         "error",

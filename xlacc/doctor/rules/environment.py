@@ -53,6 +53,20 @@ def package_version(name: str) -> str | None:
         return None
 
 
+def module_source_version(module: str) -> str | None:
+    """The `__version__` written in a package's __init__.py, read without importing it (torchax's
+    import pulls in torch and jax): what runs, where the metadata says what pip installed."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith("__init__.py"):
+        return None
+    try:
+        source = Path(spec.origin).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", source, re.M)
+    return found.group(1) if found else None
+
+
 def find_executable(name: str) -> str | None:
     return shutil.which(name)
 
@@ -242,6 +256,18 @@ def torchax_section(gpus: list | None) -> Section:
     else:
         detail = f"{listed}: a tested set"
     section = Section("torchax", detail)
+    running = module_source_version("torchax")
+    if running and running != versions["torchax"]:
+        torch_xla = package_version("torch_xla") or package_version("torch-xla")
+        section.findings.append(
+            make(
+                "torchax-shadowed",
+                f"pip lists torchax {versions['torchax']} but the torchax package on disk is {running}"
+                + (f": torch_xla {torch_xla} ships that copy and was installed after it" if torch_xla else ""),
+                fix=f"`pip install --force-reinstall --no-deps torchax=={versions['torchax']}`",
+                likelihood=0.95,
+            )
+        )
     if gpus and versions["torch"] and not any(os.environ.get(name) for name in JAX_ALLOCATOR_SETTINGS):
         section.findings.append(
             make(

@@ -566,6 +566,13 @@ RULES: tuple[TextRule, ...] = (
         Cause("torchax-mixed-tensors", 0.8, title="a jax array was given to a torch op"),
     ),
     _rule(
+        # torch_xla 2.9.0 installed after torchax 0.0.13: its torchax 0.0.6 imports flax at the top.
+        "torchax-shadowed",
+        ("flax",),
+        r"torchax[/\\]checkpoint\.py.{0,400}?No\s+module\s+named\s+'flax'",
+        Cause("torchax-shadowed", 0.9, title="`import torchax` ran torch_xla's old copy of torchax, which needs flax"),
+    ),
+    _rule(
         # torch 2.11 on an H100 after jax 0.11.2 started with its default preallocation.
         "torch-oom-beside-jax",
         ("out of memory",),
