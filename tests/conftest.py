@@ -4,6 +4,7 @@ longest first (so two workers end together); under xdist, a line per finished fi
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 from collections import Counter, defaultdict
 
@@ -50,6 +51,10 @@ def _slowest_files_last(items: list) -> None:
 
 
 def pytest_configure(config):
+    # A suite started in the background of a script (`pytest &`) inherits SIGINT ignored, and so
+    # would every xlacc it starts: the tests that press Ctrl-C need it delivered, as in a terminal.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     distributed = config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
     if distributed and not hasattr(config, "workerinput") and config.get_verbosity() <= 0:
         config.pluginmanager.register(FileProgress(config), "xlacc-file-progress")
