@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -34,11 +35,14 @@ print(np.asarray(out).tolist())
 
 
 def test_build_and_doctor_return_the_report_the_command_line_renders(project):
-    report = api.build(project)
+    report = xlacc.build(project)
     assert not report.failed and report.data["cached"] in (True, False)
-    assert api.build(project).data["cached"] is True
-    diagnosis = api.doctor(project)
+    assert xlacc.build(project).data["cached"] is True
+    diagnosis = xlacc.doctor(project)
     assert not diagnosis.failed and any(c.name == "project api_add" for c in diagnosis.checks)
+    for module in ("xlacc.builder", "xlacc.diagnosis.engine"):  # the commands' modules take neither name
+        importlib.import_module(module)
+    assert callable(xlacc.build) and callable(xlacc.doctor)
 
 
 def test_load_raises_with_the_compiler_errors(tmp_path):

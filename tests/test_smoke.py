@@ -271,14 +271,14 @@ def test_cuda_project_without_a_gpu_checks_what_it_can_and_exits_3(tmp_path):
 
 def test_library_without_code_for_the_visible_gpu_is_arch_mismatch(tmp_path, monkeypatch):
     """What a Hopper GPU meets with an sm_80-only build: stopped before any launch, with the reason."""
-    from xlacc import build, scaffold, smoke, spec, toolchain
+    from xlacc import builder, scaffold, smoke, spec, toolchain
     from xlacc.report import Report
 
     scaffold.create(scaffold.NewRequest(name="old", platform="cuda", frameworks=["jax"], directory=tmp_path / "old"))
     toml = tmp_path / "old" / "xlacc.toml"
     toml.write_text(toml.read_text().replace('archs = "auto"', 'archs = ["sm_80"]').replace("ptx = true", "ptx = false"))
     project = spec.load(tmp_path / "old")
-    assert build.build_spec(project).ok
+    assert builder.build_spec(project).ok
     monkeypatch.setattr(toolchain, "visible_gpu_archs", lambda: ["sm_90"])
     report = Report("t")
     assert smoke.runs_on_visible_gpus(project, report) is False

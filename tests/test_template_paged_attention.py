@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from xlacc import spec as specmod
-from xlacc.build import XLACC_INCLUDE
+from xlacc.builder import XLACC_INCLUDE
 from xlacc.scaffold import NewRequest, create, spec_for
 
 GXX = shutil.which("g++")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from xlacc import spec as specmod
-from xlacc.build import XLACC_INCLUDE
+from xlacc.builder import XLACC_INCLUDE
 from xlacc.scaffold import NewRequest, create, spec_for
 
 jax = pytest.importorskip("jax", reason="the template's tests run the kernel through jax")

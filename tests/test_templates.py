@@ -1,7 +1,7 @@
 """Every template × platform × api × framework: render, compile, check exports, run.
 
 Projects are rendered with xlacc.scaffold and compiled here with fixed compiler lines (not through
-xlacc.build), so a template bug shows up as a template failure. CPU projects run their own
+xlacc.builder), so a template bug shows up as a template failure. CPU projects run their own
 generated pytest file through JAX on the CPU against reference.py; CUDA projects compile once per
 template and api (sm_90 only) and lower to the custom call.
 """
@@ -23,7 +23,7 @@ from elftools.elf.elffile import ELFFile
 
 from xlacc import scaffold, transforms
 from xlacc import spec as specmod
-from xlacc.build import XLACC_INCLUDE
+from xlacc.builder import XLACC_INCLUDE
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = scaffold.available_templates()

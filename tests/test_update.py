@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from xlacc import build, scaffold, smoke, update
+from xlacc import builder, scaffold, smoke, update
 from xlacc import spec as specmod
 from xlacc.scaffold import NewRequest
 
@@ -67,7 +67,7 @@ def test_an_upgrade_keeps_the_kernel_edit_and_merges_an_edit_to_xlaccs_file(proj
     # The merged files still count as edited, so the next update merges again instead of replacing.
     again = update.run(update.UpdateRequest(project))
     assert statuses(again)["op/jax.py"] == "up to date" and "def twice" in (project / "op" / "jax.py").read_text()
-    assert build.build_spec(specmod.load(project)).ok
+    assert builder.build_spec(specmod.load(project)).ok
 
 
 def test_a_conflict_is_marked_in_the_file_and_fails_the_update(project, upgraded_templates):
@@ -96,7 +96,7 @@ def test_a_new_signature_regenerates_bindings_and_the_user_files_nobody_edited(t
     edit(spec_file, "[[outputs]]", '[[inputs]]\nname = "bias"\ndtype = "f32"\n\n[[outputs]]')
     edit(spec_file, 'rule = "... -> ..."', 'rule = "..., ... -> ..."')  # the sharding rule names every input
 
-    stale = build.build_spec(specmod.load(project))
+    stale = builder.build_spec(specmod.load(project))
     assert not stale.ok and [f.code for f in stale.findings] == ["spec-changed"]
     smoke_report = smoke.run(smoke.SmokeRequest(project, None, None, 0, None, None, 60.0, False))
     assert smoke_report.failed and [f.code for f in smoke_report.findings] == ["spec-changed"]
@@ -107,7 +107,7 @@ def test_a_new_signature_regenerates_bindings_and_the_user_files_nobody_edited(t
     assert statuses(report)["op/_entry_points.cc"] == "updated" and statuses(report)["kernel.cc"] == "updated"
     assert "const xlacc::Tensor& bias" in (project / "kernel.cc").read_text()
     assert specmod.load(project).signature_changes() == []
-    assert build.build_spec(specmod.load(project)).ok
+    assert builder.build_spec(specmod.load(project)).ok
 
 
 def test_deleted_files_the_user_removed_stay_deleted_and_xlaccs_come_back(project):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xlacc import build, scaffold, update, wrap
+from xlacc import builder, scaffold, update, wrap
 from xlacc import spec as specmod
 from xlacc.errors import UsageError
 
@@ -122,7 +122,7 @@ def test_the_note_000_kernel_builds_into_a_project_that_includes_it_unchanged(tm
     assert "SimpleAddKernel<<<blocks, 256, 0, stream>>>(a.data<const float>(), b.data<const float>(), out.data<float>(), static_cast<int>(a.numel()));" in launch
     assert spec.origin == specmod.Origin("../csrc/minimal_xla_custom_call.cu", "SimpleAddKernel")
     assert (kernels / "minimal_xla_custom_call.cu").read_text() == before
-    result = build.build_spec(spec, archs=("sm_90",))
+    result = builder.build_spec(spec, archs=("sm_90",))
     assert result.ok, [c for c in result.checks if not c.ok] + result.findings
     assert set(update.run(update.UpdateRequest(spec.root)).data["files"].values()) == {"up to date"}
 
@@ -137,7 +137,7 @@ def test_the_note_000_kernel_builds_into_a_project_that_includes_it_unchanged(tm
 )
 def test_a_template_kernel_and_a_struct_kernel_build(tmp_path, kernels, source, extra):
     spec = new(tmp_path, "wrapped", kernels / source, **extra)
-    result = build.build_spec(spec, archs=("sm_90",))
+    result = builder.build_spec(spec, archs=("sm_90",))
     assert result.ok, [c for c in result.checks if not c.ok] + result.findings
 
 

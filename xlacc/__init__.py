@@ -3,8 +3,15 @@
 Importing xlacc never imports jax, torch or torch_xla: those run only in child processes
 (see ``xlacc.runtime``) or on explicit request (``xlacc doctor`` of the environment).
 
-From Python: ``xlacc.load(DIR)`` builds a project when stale and returns its package; the
-functions of ``xlacc.api`` return what the command line renders.
+From Python, in the way of torch's ``cpp_extension.load``::
+
+    import xlacc
+    add_op = xlacc.load("add_op")        # builds when stale, imports the op's package
+    report = xlacc.build("add_op")       # the Report `xlacc build` renders
+    report = xlacc.doctor("add_op")      # the Report `xlacc doctor` renders
+
+The commands' modules are ``xlacc.builder`` and ``xlacc.diagnosis``, so that these names stay
+the functions.
 """
 
 __version__ = "0.2.0"
@@ -15,3 +22,17 @@ def load(project=".", *, force=False):
     from xlacc import api
 
     return api.load(project, force=force)
+
+
+def build(project=".", *, force=False, arch=None):
+    """Build a project when stale (always with ``force``) and verify the library (``xlacc.api.build``)."""
+    from xlacc import api
+
+    return api.build(project, force=force, arch=arch)
+
+
+def doctor(*paths, so=None, log=None, symbols=()):
+    """Diagnose sources, folders, projects, a shared object or a log (``xlacc.api.doctor``)."""
+    from xlacc import api
+
+    return api.doctor(*paths, so=so, log=log, symbols=symbols)

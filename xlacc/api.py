@@ -30,10 +30,10 @@ class BuildError(XlaccError):
 
 def build(project: str | Path = ".", *, force: bool = False, arch: str | None = None) -> Report:
     """Build a project (when its cache is stale, or always with ``force``) and verify the library."""
-    from xlacc import build as build_mod
+    from xlacc import builder
 
-    return build_mod.run(
-        build_mod.BuildRequest(
+    return builder.run(
+        builder.BuildRequest(
             paths=[Path(project)],
             output=None,
             symbols=[],
@@ -66,7 +66,7 @@ def load(project: str | Path = ".", *, force: bool = False) -> ModuleType:
 
 def doctor(*paths: str | Path, so: str | Path | None = None, log: str | Path | None = None, symbols: tuple[str, ...] = ()) -> Report:
     """Diagnose sources, folders or projects, a shared object, a log; the environment with no argument."""
-    from xlacc.doctor import engine
+    from xlacc.diagnosis import engine
 
     return engine.run(
         engine.DoctorRequest(

@@ -177,10 +177,10 @@ def build(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Compile a project (or kernel files) into a verified shared object."""
-    from xlacc import build as build_mod
+    from xlacc import builder
 
-    report = build_mod.run(
-        build_mod.BuildRequest(
+    report = builder.run(
+        builder.BuildRequest(
             paths=list(paths or [Path(".")]),
             output=library,
             symbols=_split(symbols),
@@ -263,7 +263,7 @@ def doctor(
     With nothing named it checks the environment. After --, a command line is run and its output
     diagnosed.
     """
-    from xlacc.doctor import engine
+    from xlacc.diagnosis import engine
 
     report = engine.run(
         engine.DoctorRequest(

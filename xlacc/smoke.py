@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from xlacc import spec as spec_mod
-from xlacc.doctor import diagnose_output
-from xlacc.doctor.findings import make as make_finding
+from xlacc.diagnosis import diagnose_output
+from xlacc.diagnosis.findings import make as make_finding
 from xlacc.errors import UsageError
 from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, Check, Finding, Report, rank
 from xlacc.runtime.runner import ChildResult, run_harness
@@ -128,10 +128,10 @@ def missing_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest
 def build_if_stale(spec: spec_mod.Spec, report: Report) -> bool:
     """Build when sources changed since the last build (a cached build is still verified);
     report why not when it fails, or when the library holds no code for the visible GPU."""
-    from xlacc import build
+    from xlacc import builder
 
     library = _display(spec.library, spec.root)
-    result = build.build_spec(spec)
+    result = builder.build_spec(spec)
     if not result.ok:
         report.checks += result.checks
         report.findings += result.findings

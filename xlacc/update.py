@@ -112,7 +112,7 @@ def merge(directory: Path, path: str, current: str, new: str) -> FileOutcome:
 
 
 def conflict_finding(conflicts: list[FileOutcome]) -> Finding:
-    from xlacc.doctor.findings import make
+    from xlacc.diagnosis.findings import make
 
     return make(
         "update-conflict",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlacc.doctor.findings import make
+from xlacc.diagnosis.findings import make
 from xlacc.report import Finding
 
 SPEC_FILE = "xlacc.toml"

@@ -22,7 +22,7 @@ import numpy as np
 from xlacc.runtime import hlo
 from xlacc.runtime.harness_transforms import TransformChecks
 from xlacc.runtime.harness import DEFAULT_SIZES, Harness, Project, as_tuple, case_label, first_line, load_project, parse_args, spec_dtype
-from xlacc.doctor.findings import wordings
+from xlacc.diagnosis.findings import wordings
 from xlacc.runtime.records import RecordWriter
 
 # Where XLA looks a target up, by project platform (the legacy registry matches this exactly).

@@ -25,7 +25,7 @@ import numpy as np
 
 from xlacc.runtime import hlo, numerics, xla_program
 from xlacc.runtime.harness import Harness, Project, as_tuple, case_label, load_project, parse_args
-from xlacc.doctor.findings import wordings
+from xlacc.diagnosis.findings import wordings
 from xlacc.runtime.records import RecordWriter
 from xlacc.runtime.torch_arrays import from_torch, to_torch
 from xlacc.spec import DTYPE_INFO

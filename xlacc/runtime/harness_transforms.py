@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from xlacc import transforms
-from xlacc.doctor.rules import hlo_sharding
+from xlacc.diagnosis.rules import hlo_sharding
 from xlacc.runtime import numerics
 from xlacc.runtime.harness import DEFAULT_SIZES, as_tuple, first_line
 

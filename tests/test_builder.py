@@ -1,0 +1,731 @@
+"""``xlacc build``: real compiles with g++ and nvcc of tiny sources written here.
+
+nvcc runs are few (each costs seconds on a small machine): one module-scoped library serves
+the arch, symbol and flag tests.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from xlacc import builder, cli, spec, toolchain
+from xlacc.errors import ToolchainMissing, UsageError
+
+REPO = Path(__file__).resolve().parent.parent
+
+CPU_SOURCE = """\
+extern "C" int xk_add(int a, int b) { return a + b; }
+"""
+
+CUDA_SOURCE = """\
+__global__ void add_kernel(const float* a, const float* b, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i];
+}
+extern "C" int xk_launch(const float* a, const float* b, float* out, int n, cudaStream_t stream) {
+  add_kernel<<<(n + 255) / 256, 256, 0, stream>>>(a, b, out, n);
+  return (int)cudaGetLastError();
+}
+int cpp_launch(int n) { return n; }
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def request(*paths: Path, **overrides) -> builder.BuildRequest:
+    fields = dict(
+        paths=list(paths),
+        output=None,
+        symbols=[],
+        archs=None,
+        platform=None,
+        nvcc=None,
+        ffi_include=None,
+        force=False,
+        verbose=False,
+        show_progress=False,
+    )
+    fields.update(overrides)
+    return builder.BuildRequest(**fields)
+
+
+def checks_by_name(report) -> dict:
+    return {c.name: c for c in report.checks}
+
+
+def codes(report) -> list[str]:
+    return [f.code for f in report.findings]
+
+
+def have_nvcc() -> bool:
+    try:
+        toolchain.find_nvcc()
+    except ToolchainMissing:
+        return False
+    return True
+
+
+needs_nvcc = pytest.mark.skipif(not have_nvcc(), reason="no nvcc on this machine")
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# -- CPU files: build, verify, cache --------------------------------------------------------------
+
+
+def test_cpu_file_builds_and_its_symbol_verifies(in_tmp, capsys):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    report = builder.run(request(source, symbols=["xk_add"], show_progress=True))
+    assert report.code() == 0, report.to_json()
+    library = in_tmp / "build" / "libk.so"
+    assert report.data["library"] == str(library) and report.data["cached"] is False
+    checks = checks_by_name(report)
+    assert checks["toolchain"].ok and "found via" in checks["toolchain"].detail
+    assert checks["compile"].ok and checks["compile"].detail.startswith("compiled in")
+    assert checks["symbol xk_add"].ok and "C linkage" in checks["symbol xk_add"].detail
+    command = report.data["command"]
+    assert command[1:5] == ["-O3", "-std=c++17", "-shared", "-fPIC"]
+    assert "-fvisibility=hidden" not in command  # a user's own file did not opt in
+    assert command[-3:] == ["k.cc", "-o", "build/libk.so"]
+    assert ctypes.CDLL(str(library)).xk_add(2, 3) == 5
+    assert capsys.readouterr().err == ""  # no spinner when stderr is not a terminal
+
+
+def test_second_build_is_cached_and_runs_no_compiler(in_tmp, monkeypatch):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    assert builder.run(request(source, symbols=["xk_add"])).code() == 0
+    library = in_tmp / "build" / "libk.so"
+    stamp = library.stat().st_mtime_ns
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}"))
+    started = time.perf_counter()
+    report = builder.run(request(source, symbols=["xk_add"]))
+    elapsed = time.perf_counter() - started
+    assert report.code() == 0 and report.data["cached"] is True
+    assert "up to date (cached" in checks_by_name(report)["compile"].detail
+    assert checks_by_name(report)["symbol xk_add"].ok  # a cached library is still verified
+    assert library.stat().st_mtime_ns == stamp
+    assert elapsed < 0.3
+
+
+def test_cached_cli_build_is_fast_and_imports_no_framework(in_tmp):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    assert builder.run(request(source)).code() == 0
+    script = (
+        "import sys, time; t = time.process_time(); from xlacc import builder;"
+        "r = builder.run(builder.BuildRequest([sys.argv[1]], None, [], None, None, None, None, False, False, False));"
+        "assert r.data['cached'], r.to_json(); print(time.process_time() - t);"
+        "assert not {'jax', 'jaxlib', 'torch'} & set(sys.modules), 'imported a framework'"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script, "k.cc"], cwd=in_tmp, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 0.3
+
+
+def test_force_rebuilds(in_tmp):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    builder.run(request(source))
+    report = builder.run(request(source, force=True))
+    assert report.data["cached"] is False
+    assert checks_by_name(report)["compile"].detail.startswith("compiled in")
+
+
+def test_changing_a_source_or_a_local_header_rebuilds(in_tmp):
+    header = write(in_tmp / "k.h", "#define OFFSET 0\n")
+    source = write(in_tmp / "k.cc", '#include "k.h"\nextern "C" int xk_add(int a, int b) { return a + b + OFFSET; }\n')
+    assert builder.run(request(source, symbols=["xk_add"])).data["cached"] is False
+    assert builder.run(request(source, symbols=["xk_add"])).data["cached"] is True
+    header.write_text("#define OFFSET 10\n")
+    assert builder.run(request(source, symbols=["xk_add"])).data["cached"] is False
+    assert ctypes.CDLL(str(in_tmp / "build" / "libk.so")).xk_add(1, 1) == 12
+    source.write_text(source.read_text() + 'extern "C" int xk_sub(int a, int b) { return a - b; }\n')
+    report = builder.run(request(source, symbols=["xk_add", "xk_sub"]))
+    assert report.data["cached"] is False and report.code() == 0
+
+
+def test_a_new_compiler_version_or_a_missing_library_rebuilds(in_tmp):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    builder.run(request(source))
+    cache_file = in_tmp / "build" / builder.CACHE_FILE
+    cache = json.loads(cache_file.read_text())
+    for entry in cache["compilers"].values():
+        entry["version"] = "0.0.1"  # as if the compiler had been upgraded in place
+    cache_file.write_text(json.dumps(cache))
+    assert builder.run(request(source)).data["cached"] is False
+    assert builder.run(request(source)).data["cached"] is True
+    (in_tmp / "build" / "libk.so").unlink()
+    report = builder.run(request(source))
+    assert report.data["cached"] is False and (in_tmp / "build" / "libk.so").is_file()
+
+
+def test_output_option(in_tmp):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    report = builder.run(request(source, output=in_tmp / "out" / "libmine.so", symbols=["xk_add"]))
+    assert report.code() == 0
+    assert (in_tmp / "out" / "libmine.so").is_file() and (in_tmp / "out" / builder.CACHE_FILE).is_file()
+
+
+# -- atomic output --------------------------------------------------------------------------------
+
+
+def leftovers(directory: Path) -> list[Path]:
+    return sorted(directory.glob(".*.tmp"))
+
+
+def test_failed_compile_keeps_the_previous_library(in_tmp):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    assert builder.run(request(source)).code() == 0
+    library = in_tmp / "build" / "libk.so"
+    good = library.read_bytes()
+    source.write_text('extern "C" int xk_add(int a, int b) { return a + ; }\n')
+    report = builder.run(request(source))
+    assert report.code() == 1
+    assert library.read_bytes() == good
+    assert leftovers(library.parent) == []
+    source.write_text(CPU_SOURCE)  # back to what the library was built from: nothing to do
+    assert builder.run(request(source)).data["cached"] is True
+
+
+STALLING_COMPILER = """\
+#!/bin/sh
+if [ "$1" = "--version" ]; then echo "stalling c++ 1.0.0"; exit 0; fi
+prev=""
+for arg in "$@"; do
+  if [ "$prev" = "-o" ]; then out="$arg"; fi
+  prev="$arg"
+done
+printf 'half a library' > "$out"
+exec sleep 60
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
+def test_interrupted_build_never_leaves_a_broken_library(in_tmp, how):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    assert builder.run(request(source)).code() == 0
+    library = in_tmp / "build" / "libk.so"
+    good = library.read_bytes()
+    stalling = write(in_tmp / "tools" / "stallcc", STALLING_COMPILER)
+    stalling.chmod(0o755)
+    env = {**os.environ, "CXX": str(stalling), "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xlacc", "build", "k.cc"],
+        cwd=in_tmp,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not leftovers(library.parent) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert leftovers(library.parent), "the compiler never started writing"
+        if how == "SIGINT":
+            os.kill(process.pid, signal.SIGINT)
+        else:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # the stalled compiler, if still there
+        except ProcessLookupError:
+            pass
+        process.communicate()
+    assert library.read_bytes() == good
+    if how == "SIGINT":
+        assert leftovers(library.parent) == []
+    else:
+        assert len(leftovers(library.parent)) == 1  # nothing could clean up after SIGKILL...
+        assert builder.run(request(source)).code() == 0
+        assert leftovers(library.parent) == []  # ...so the next build does
+
+
+# -- compiler errors and warnings -----------------------------------------------------------------
+
+
+def test_cpu_compile_error_shows_the_compiler_lines(in_tmp):
+    write(in_tmp / "src" / "bad.cc", "int f() {\n  int x = ;\n  return x;\n}\n")
+    result = CliRunner().invoke(cli.app, ["build", "src/bad.cc"])
+    assert result.exit_code == 1, result.output
+    assert "src/bad.cc:2:11: error:" in result.output
+    assert str(in_tmp) not in result.output  # paths relative to where the user is
+    report = builder.run(request(in_tmp / "src" / "bad.cc"))
+    compile_check = checks_by_name(report)["compile"]
+    assert compile_check.ok is False and "src/bad.cc:2:11: error" in compile_check.detail
+    (finding,) = [f for f in report.findings if f.code == "compile-error"]
+    assert finding.severity == "error" and "int x = ;" in finding.evidence
+    assert not (in_tmp / "src" / "build" / "libbad.so").exists()
+
+
+def test_user_warnings_are_reported_and_the_build_succeeds(in_tmp):
+    source = write(in_tmp / "w.cc", '#warning "check me"\n' + CPU_SOURCE)
+    report = builder.run(request(source, symbols=["xk_add"]))
+    assert report.code() == 0
+    (finding,) = [f for f in report.findings if f.code == "compiler-warning"]
+    assert finding.severity == "warning" and 'w.cc:1:2: warning: #warning "check me"' in finding.evidence
+
+
+def test_compiler_messages_sort_errors_and_hide_xla_header_warnings():
+    output = textwrap.dedent(
+        """\
+        In file included from k.cc:1:
+        /site-packages/jaxlib/include/xla/ffi/api/api.h:193:1: warning: control reaches end of non-void function [-Wreturn-type]
+          193 | }
+              | ^
+        /site-packages/jaxlib/include/xla/ffi/api/ffi.h(189): warning #940-D: missing return statement
+          }
+          ^
+        k.cu(3): error: identifier "undefined_fn" is undefined
+          extern "C" void f() { undefined_fn(); }
+                                ^
+        k.cc:5:3: warning: unused variable 'x' [-Wunused-variable]
+        nvcc fatal   : Unsupported gpu architecture 'compute_70'
+        /usr/bin/ld: /tmp/ccX.o: in function `g':
+        k.cc:(.text+0x5): undefined reference to `h'
+        collect2: error: ld returned 1 exit status
+        2 errors detected in the compilation of "k.cu".
+        """
+    )
+    messages = builder.compiler_messages(output)
+    assert messages.errors == [
+        'k.cu(3): error: identifier "undefined_fn" is undefined\n'
+        '  extern "C" void f() { undefined_fn(); }\n'
+        "                        ^",
+        "nvcc fatal   : Unsupported gpu architecture 'compute_70'",
+        "/usr/bin/ld: /tmp/ccX.o: in function `g':",
+        "k.cc:(.text+0x5): undefined reference to `h'",
+        "collect2: error: ld returned 1 exit status",
+    ]
+    assert messages.warnings == ["k.cc:5:3: warning: unused variable 'x' [-Wunused-variable]"]
+
+
+# -- usage errors and a missing toolchain, through the command line -------------------------------
+
+
+def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["xlacc", *args])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    return exited.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("k.cu", CUDA_SOURCE, "no nvcc found: install a CUDA toolkit, or `pip install -e '.[cuda]'`"),
+        ("k.cc", CPU_SOURCE, "no C++ compiler found"),
+    ],
+)
+def test_missing_toolchain_exits_2_with_what_to_install(in_tmp, bare_env, monkeypatch, capsys, name, text, message):
+    write(in_tmp / name, text)
+    code, err = run_main(monkeypatch, capsys, "build", name)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert not (in_tmp / "build").exists() or not list((in_tmp / "build").glob("*.so"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.cu"], "missing.cu: no such file or directory"),
+        (["notes.txt"], "unknown suffix '.txt'"),
+        (["empty"], "no xlacc.toml in empty"),
+        (["empty", "k.cc"], "give one project directory, or kernel files"),
+        (["k.cu", "--platform", "cpu"], "--platform cpu cannot compile .cu files"),
+        (["k.cc", "--platform", "tpu"], "--platform 'tpu' is not allowed"),
+        (["k.cu", "--arch", "sm80"], "invalid GPU arch 'sm80'"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(in_tmp, monkeypatch, capsys, args, message):
+    write(in_tmp / "k.cu", CUDA_SOURCE)
+    write(in_tmp / "k.cc", CPU_SOURCE)
+    write(in_tmp / "notes.txt", "hello\n")
+    (in_tmp / "empty").mkdir()
+    code, err = run_main(monkeypatch, capsys, "build", *args)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_usage_errors_raise_from_run(in_tmp):
+    with pytest.raises(UsageError):
+        builder.run(request(in_tmp / "nope.cc"))
+
+
+# -- nvcc -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cuda_build(tmp_path_factory):
+    """k.cu built once for sm_80 with nvcc."""
+    if not have_nvcc():
+        pytest.skip("no nvcc on this machine")
+    root = tmp_path_factory.mktemp("cuda")
+    source = write(root / "k.cu", CUDA_SOURCE)
+    report = builder.run(request(source, archs="sm_80", symbols=["xk_launch"]))
+    return source, report
+
+
+@needs_nvcc
+def test_nvcc_build_for_sm_80_verifies_symbol_and_arch(cuda_build):
+    source, report = cuda_build
+    assert report.code() == 0, report.to_json()
+    checks = checks_by_name(report)
+    assert checks["archs"].detail == "sm_80 + PTX compute_80: as requested by --arch"
+    assert checks["arch sm_80"].ok and checks["arch sm_80"].detail == "SASS for sm_80"
+    assert checks["symbol xk_launch"].ok
+    assert report.data["archs"] == ["sm_80"]
+    command = report.data["command"]
+    assert command[1:6] == ["-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC"]
+    assert ["-gencode", "arch=compute_80,code=[sm_80,compute_80]"] == command[6:8]
+    assert "-lineinfo" in command and "-fvisibility=hidden" not in command
+    assert command[command.index("-I") + 1] == str(builder.XLACC_INCLUDE)  # xlacc/kernel.h, always
+    assert not any("jaxlib" in part for part in command)  # the source does not use XLA's FFI
+
+
+@needs_nvcc
+def test_nvcc_library_cross_checked_with_cuobjdump(cuda_build):
+    source, report = cuda_build
+    cuobjdump = toolchain.find_cuobjdump(toolchain.find_nvcc())
+    if cuobjdump is None:
+        pytest.skip("no cuobjdump on this machine")
+    listing = subprocess.run(
+        [str(cuobjdump), "--list-elf", "--list-ptx", report.data["library"]], capture_output=True, text=True
+    ).stdout
+    assert "sm_80.cubin" in listing and "sm_80.ptx" in listing and "sm_90" not in listing
+
+
+@needs_nvcc
+def test_an_arch_that_was_not_built_is_an_arch_mismatch(cuda_build):
+    source, report = cuda_build
+    library = Path(report.data["library"])
+    checks, findings = builder.verify_library(library, [], ["sm_75", "sm_90"])
+    by_name = {c.name: c for c in checks}
+    assert by_name["arch sm_75"].ok is False
+    assert by_name["arch sm_90"].ok and "PTX compute_80" in by_name["arch sm_90"].detail
+    (finding,) = findings
+    assert finding.code == "arch-mismatch" and finding.severity == "error"
+    assert "sm_75" in finding.title and "sm_80 (SASS); compute_80 (PTX)" in finding.evidence
+    assert "--arch sm_75" in finding.fix
+
+
+@needs_nvcc
+def test_symbol_without_extern_c_is_mangled(cuda_build):
+    source, _ = cuda_build
+    report = builder.run(request(source, archs="sm_80", symbols=["xk_launch", "cpp_launch", "xk_lunch"]))
+    assert report.data["cached"] is True
+    assert report.code() == 1
+    assert checks_by_name(report)["symbol cpp_launch"].detail == "mangled"
+    mangled = next(f for f in report.findings if f.code == "symbol-mangled")
+    assert "_Z10cpp_launchi" in mangled.evidence and 'extern "C"' in mangled.fix
+    missing = next(f for f in report.findings if f.code == "symbol-missing")
+    assert "closest exported: xk_launch" in missing.evidence
+
+
+@needs_nvcc
+def test_changing_the_archs_rebuilds(cuda_build):
+    source, _ = cuda_build
+    report = builder.run(request(source, archs="sm_90,sm_80", symbols=["xk_launch"]))
+    assert report.data["cached"] is False and report.code() == 0
+    assert report.data["archs"] == ["sm_80", "sm_90"]
+    assert "arch=compute_80,code=sm_80" in report.data["command"]
+    assert "arch=compute_90,code=[sm_90,compute_90]" in report.data["command"]
+    assert checks_by_name(report)["arch sm_90"].detail == "SASS for sm_90"
+
+
+@needs_nvcc
+def test_nvcc_compile_error_shows_the_compiler_lines(in_tmp):
+    write(in_tmp / "bad.cu", "__global__ void k(float* x) { x[0] = 1 }\n")
+    report = builder.run(request(in_tmp / "bad.cu", archs="sm_80"))
+    assert report.code() == 1
+    assert 'bad.cu(1): error: expected a ";"' in checks_by_name(report)["compile"].detail
+    assert any('bad.cu(1): error: expected a ";"' in f.evidence for f in report.findings)
+
+
+def test_gencode_flags():
+    assert builder.gencode_flags(["sm_80", "sm_90"]) == [
+        "-gencode", "arch=compute_80,code=sm_80",
+        "-gencode", "arch=compute_90,code=[sm_90,compute_90]",
+    ]  # fmt: skip
+    # PTX of an arch-specific target runs only there: the portable one gets the PTX.
+    assert builder.gencode_flags(["sm_90", "sm_90a"])[-3] == "arch=compute_90,code=[sm_90,compute_90]"
+
+
+# -- projects -------------------------------------------------------------------------------------
+
+
+SPEC_TOML = """\
+[op]
+name = "{name}"
+platform = "{platform}"
+api = "{api}"
+frameworks = [{frameworks}]
+
+[[inputs]]
+name = "x"
+dtype = "f32"
+
+[[outputs]]
+name = "y"
+dtype = "f32"
+shape = "x"
+
+[build]
+sources = ["{source}"]  # the project brings its own entry points
+output = "build/lib{name}.so"
+"""
+
+CPU_FFI_KERNEL = """\
+#include "xla/ffi/api/ffi.h"
+namespace ffi = xla::ffi;
+
+static ffi::Error TwiceImpl(ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y) {
+  for (size_t i = 0; i < x.element_count(); ++i) y->typed_data()[i] = 2.0f * x.typed_data()[i];
+  return ffi::Error::Success();
+}
+
+extern "C" __attribute__((visibility("default"))) XLA_FFI_Error* xlacc_twice_ffi(XLA_FFI_CallFrame*);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(xlacc_twice_ffi, TwiceImpl,
+                              ffi::Ffi::Bind().Arg<ffi::Buffer<ffi::F32>>().Ret<ffi::Buffer<ffi::F32>>());
+"""
+
+LEGACY_KERNEL = """\
+#include <cstddef>
+#define XLACC_EXPORT extern "C" __attribute__((visibility("default")))
+struct XlaCustomCallStatus;
+{device}
+XLACC_EXPORT void xlacc_twice_legacy({params}, const char* opaque, size_t opaque_len, XlaCustomCallStatus* status) {{
+  {body}
+}}
+{last_error_linkage} const char* xlacc_twice_last_error() {{ return ""; }}
+"""
+
+LEGACY_CPU = dict(device="", params="void* out, const void** in", body="(void)out;")
+LEGACY_CUDA = dict(
+    device="__global__ void twice(const float* x, float* y, size_t n) {\n"
+    "  size_t i = blockIdx.x * 256 + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}",
+    params="cudaStream_t stream, void** buffers",
+    body="size_t n = 1024;\n  twice<<<4, 256, 0, stream>>>((const float*)buffers[0], (float*)buffers[1], n);",
+)
+
+
+def make_project(root: Path, platform: str, api: str, frameworks: str, kernel: str) -> spec.Spec:
+    source = "kernel.cu" if platform == "cuda" else "kernel.cc"
+    write(root / "xlacc.toml", SPEC_TOML.format(name="twice", platform=platform, api=api, frameworks=frameworks, source=source))
+    write(root / source, kernel)
+    return spec.load(root)
+
+
+def test_cpu_ffi_project_builds_with_hidden_visibility_and_ffi_headers(tmp_path):
+    try:
+        ffi_dir = toolchain.ffi_include_dir()
+    except ToolchainMissing:
+        pytest.skip("XLA's FFI headers are not installed (the jax extra)")
+    project = make_project(tmp_path / "twice", "cpu", "ffi", '"jax"', CPU_FFI_KERNEL)
+    result = builder.build_spec(project)
+    assert result.ok, result.checks + result.findings
+    assert result.library == tmp_path / "twice" / "build" / "libtwice.so"
+    assert ["-fvisibility=hidden", "-I", str(builder.XLACC_INCLUDE), "-I", ".", "-I", str(ffi_dir)] == result.command[5:12]
+    assert result.command[-3:] == ["kernel.cc", "-o", "build/libtwice.so"]
+    assert [c.name for c in result.checks] == ["toolchain", "ffi headers", "compile", "library", "symbol xlacc_twice_ffi"]
+    assert not any(f.code == "compiler-warning" for f in result.findings)  # XLA's header warnings stay hidden
+    assert (tmp_path / "twice" / "build" / builder.CACHE_FILE).is_file()
+    assert ctypes.CDLL(str(result.library)).xlacc_twice_ffi
+
+    assert builder.is_stale(project) is False
+    assert builder.build_spec(project).cached is True
+    script = (
+        "import sys; from xlacc import builder, spec; r = builder.build_spec(spec.load(sys.argv[1]));"
+        "assert r.cached and r.ok, r;"
+        "assert not {'jax', 'jaxlib', 'torch'} & set(sys.modules), 'imported a framework'"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "twice")], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    copied = tmp_path / "other-ffi"
+    shutil.copytree(ffi_dir / "xla", copied / "xla")
+    assert builder.is_stale(project, ffi_include=copied) is True  # another -I is another command
+    kernel = tmp_path / "twice" / "kernel.cc"
+    kernel.write_text(kernel.read_text() + "\n// edited\n")
+    assert builder.is_stale(project) is True
+
+
+def test_verbose_shows_the_command_and_every_compiler_line(in_tmp):
+    source = write(in_tmp / "w.cc", '#warning "check me"\n' + CPU_SOURCE)
+    report = builder.run(request(source, verbose=True))
+    notes = "\n".join(report.notes)
+    assert "command (in" in notes and "w.cc -o build/libw.so" in notes
+    assert " output:\n" in notes
+    assert '#warning "check me"' in notes
+
+
+def test_project_with_a_hidden_entry_point_fails_with_symbol_hidden(tmp_path):
+    kernel = LEGACY_KERNEL.format(**LEGACY_CPU, last_error_linkage='extern "C"')
+    project_dir = tmp_path / "twice"
+    make_project(project_dir, "cpu", "legacy", '"torch-xla"', kernel)
+    report = builder.run(request(project_dir))
+    assert report.code() == 1
+    checks = checks_by_name(report)
+    assert checks["symbol xlacc_twice_legacy"].ok
+    assert checks["symbol xlacc_twice_last_error"].ok is False
+    (finding,) = [f for f in report.findings if f.code == "symbol-hidden"]
+    assert "xlacc_twice_last_error" in finding.title and 'visibility("default")' in finding.fix
+    assert "ffi headers" not in checks  # a legacy project that does not mention XLA's FFI
+
+
+@needs_nvcc
+def test_cuda_project_on_a_machine_without_gpu_builds_the_default_archs(tmp_path, monkeypatch):
+    monkeypatch.setattr(toolchain, "visible_gpu_archs", lambda: [])
+    kernel = LEGACY_KERNEL.format(**LEGACY_CUDA, last_error_linkage="XLACC_EXPORT")
+    project = make_project(tmp_path / "twice", "cuda", "legacy", '"torch-xla"', kernel)
+    result = builder.build_spec(project)
+    assert result.ok, result.checks + result.findings
+    assert result.archs == ["sm_80", "sm_90"]
+    checks = {c.name: c for c in result.checks}
+    assert checks["archs"].detail.startswith("sm_80, sm_90 + PTX compute_90: no GPU visible")
+    assert checks["arch sm_80"].ok and checks["arch sm_90"].ok
+    assert checks["symbol xlacc_twice_legacy"].ok and checks["symbol xlacc_twice_last_error"].ok
+    assert result.command[6:8] == ["-Xcompiler", "-fvisibility=hidden"]
+
+
+# -- the CUDA toolchain from PyPI -----------------------------------------------------------------
+
+
+def pip_nvcc() -> Path | None:
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+    except ImportError:
+        return None
+    found = find_nvidia_binary_utility("nvcc")
+    return Path(found) if found and "site-packages" in Path(found).parts else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(pip_nvcc() is None, reason="the pip CUDA toolchain is not installed: pip install -e '.[cuda]'")
+def test_pip_toolchain_is_found_and_compiles(in_tmp, monkeypatch):
+    host_cxx = shutil.which("g++") or shutil.which("c++")
+    if host_cxx is None:
+        pytest.skip("nvcc needs a host C++ compiler")
+    host_dir = Path(host_cxx).parent
+    if (host_dir / "nvcc").exists():
+        pytest.skip(f"{host_dir} holds both the host compiler and a system nvcc")
+    monkeypatch.setenv("PATH", os.pathsep.join(dict.fromkeys([str(host_dir), "/usr/bin", "/bin"])))
+    for var in ("CUDACXX", "CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(toolchain, "DEFAULT_CUDA_HOMES", ())
+    nvcc = toolchain.find_nvcc()
+    assert (nvcc.path, nvcc.source) == (pip_nvcc(), "pip")
+    assert int(toolchain.cuda_version(nvcc).split(".")[0]) >= 13
+    # cuda_fp16.h and libcu++ come from nvidia-cuda-runtime and nvidia-cuda-cccl: the pip nvcc finds them alone
+    write(in_tmp / "k.cu", "#include <cuda_fp16.h>\n#include <cuda/std/limits>\n" + CUDA_SOURCE)
+    report = builder.run(request(in_tmp / "k.cu", archs="sm_90", symbols=["xk_launch"]))
+    assert report.code() == 0, report.to_json()
+    assert "(found via pip)" in checks_by_name(report)["toolchain"].detail
+    assert checks_by_name(report)["arch sm_90"].detail == "SASS for sm_90"
+    cuobjdump = toolchain.find_cuobjdump(nvcc)
+    if cuobjdump is not None:
+        listing = subprocess.run([str(cuobjdump), "--list-elf", report.data["library"]], capture_output=True, text=True)
+        assert "sm_90" in listing.stdout
+
+
+def test_gencode_flags_without_ptx_embed_sass_only():
+    assert builder.gencode_flags(["sm_80"], ptx=False) == ["-gencode", "arch=compute_80,code=sm_80"]
+    assert builder.describe_archs(["sm_80"], ptx=False) == "sm_80 (SASS only, no PTX)"
+
+
+# -- kernel files with include folders, macros and flags; what the library is -------------------
+
+
+def test_include_folders_defines_and_flags_reach_the_compiler(in_tmp):
+    write(in_tmp / "inc" / "scale.h", "#define SCALE_BY(x) ((x) * FACTOR)\n")
+    source = write(in_tmp / "k.cc", '#include "scale.h"\nextern "C" int xk_scale(int a) { return SCALE_BY(a); }\n')
+    report = builder.run(request(source, include_dirs=[in_tmp / "inc"], defines=["FACTOR=3"], flags=["-fno-exceptions"], symbols=["xk_scale"]))
+    assert report.code() == 0, report.to_json()
+    command = report.data["command"]
+    assert command[command.index("inc") - 1] == "-I" and "-DFACTOR=3" in command and "-fno-exceptions" in command
+    assert ctypes.CDLL(report.data["library"]).xk_scale(5) == 15
+    assert checks_by_name(report)["library"].detail.endswith("build/libk.so")
+    edited = builder.run(request(source, include_dirs=[in_tmp / "inc"], defines=["FACTOR=4"], flags=["-fno-exceptions"], symbols=["xk_scale"]))
+    assert edited.data["cached"] is False  # another macro is another build
+
+
+def test_a_flag_with_a_space_is_refused(in_tmp):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    with pytest.raises(UsageError, match="one compiler argument per --flag"):
+        builder.run(request(source, flags=["-O2 -g"]))
+
+
+def test_a_project_takes_its_flags_from_xlacc_toml_not_the_command_line(tmp_path):
+    make_project(tmp_path / "twice", "cpu", "legacy", '"torch-xla"', "int x;\n")
+    with pytest.raises(UsageError, match=r"\[build\] in its xlacc.toml"):
+        builder.run(request(tmp_path / "twice", defines=["N=1"]))
+
+
+def test_a_header_in_the_kernel_folder_is_part_of_the_cache_key(tmp_path):
+    from xlacc import scaffold
+
+    scaffold.create(scaffold.NewRequest(name="hdr", template="add", platform="cpu", frameworks=["jax"], directory=tmp_path / "hdr"))
+    project = tmp_path / "hdr"
+    write(project / "tuning.h", "constexpr int kUnroll = 4;\n")
+    kernel = project / "kernel.cc"
+    kernel.write_text(kernel.read_text().replace("#include <xlacc/kernel.h>\n", '#include <xlacc/kernel.h>\n#include "tuning.h"\n'))
+    assert builder.build_spec(spec.load(project)).ok
+    assert builder.is_stale(spec.load(project)) is False
+    write(project / "tuning.h", "constexpr int kUnroll = 8;\n")
+    assert builder.is_stale(spec.load(project)) is True  # kernel.cc reaches it through the entry points
+
+
+def test_entry_points_of_a_plain_file_are_verified_without_symbol(in_tmp):
+    source = write(
+        in_tmp / "legacy.cc",
+        """
+        #include <cstddef>
+        struct XlaCustomCallStatus_;
+        extern "C" __attribute__((visibility("default")))
+        void my_op(void* out, const void** in, const char* opaque, size_t opaque_len, XlaCustomCallStatus_* status) {}
+        """,
+    )
+    report = builder.run(request(source))
+    assert checks_by_name(report)["symbol my_op"].ok, report.to_json()
+
+
+@needs_nvcc
+def test_a_template_launched_from_another_file_is_diagnosed(in_tmp):
+    write(in_tmp / "kern.cuh", "template <typename T> __global__ void scale(T* x, int n);\n")
+    write(
+        in_tmp / "kern.cu",
+        """
+        #include "kern.cuh"
+        template <typename T> __global__ void scale(T* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2; }
+        template __global__ void scale<float>(float*, int);
+        """,
+    )
+    launch = write(in_tmp / "launch.cu", '#include "kern.cuh"\nextern "C" void run(float* x, int n) { scale<float><<<1, 32>>>(x, n); }\n')
+    report = builder.run(request(in_tmp / "kern.cu", launch, archs="sm_90"))
+    assert report.code() == 1
+    stub = next(f for f in report.findings if f.code == "template-stub-link")
+    assert "undefined reference to `void scale<float>(float*, int)'" in stub.evidence
+    assert "-static-global-template-stub=false" in stub.fix
+    fixed = builder.run(request(in_tmp / "kern.cu", launch, archs="sm_90", flags=["-static-global-template-stub=false"], symbols=["run"]))
+    assert fixed.code() == 0, fixed.to_json()

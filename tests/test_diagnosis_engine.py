@@ -1,0 +1,215 @@
+"""`xlacc doctor` end to end: every artifact names its codes in --json, exit codes, flags, commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from xlacc.cli import app
+from xlacc.diagnosis import engine
+from xlacc.diagnosis.findings import CODES
+from xlacc.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(__file__).parent / "artifacts" / "doctor"
+EXPECTED = {k: v for k, v in json.loads((ARTIFACTS / "expected.json").read_text()).items() if not k.startswith("_")}
+runner = CliRunner()
+
+
+def doctor_json(*args: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["doctor", "--json", *args], obj={"command": []})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def cli(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "xlacc", *args], cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def args_for(artifact: str) -> list[str]:
+    path = str(ARTIFACTS / artifact)
+    return ["--log", path] if artifact.startswith("logs/") else [path]
+
+
+@pytest.mark.parametrize("artifact", sorted(EXPECTED))
+def test_json_names_the_expected_codes(artifact):
+    expected = EXPECTED[artifact]
+    exit_code, report = doctor_json(*args_for(artifact))
+    codes = [f["code"] for f in report["findings"]]
+    for code in expected["codes"]:
+        assert code in codes, f"{artifact}: {code} not in {codes}"
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert exit_code == report["exit_code"] == (1 if errors else 0)
+    if not expected["codes"]:
+        assert errors == [], f"clean artifact {artifact} raised {errors}"
+    if expected.get("first"):
+        assert codes[0] == expected["first"]
+    if expected.get("target"):
+        first = report["findings"][0]
+        assert expected["target"] in first["evidence"] and expected["target"] in first["title"]
+    for finding in report["findings"]:
+        assert set(finding) == {"code", "severity", "title", "evidence", "fix"}
+        assert finding["code"] in CODES and finding["evidence"] and finding["fix"]
+
+
+def test_several_causes_are_ranked_and_each_says_how_to_tell():
+    _, report = doctor_json("--log", str(ARTIFACTS / "logs/target-not-registered-cuda-glog.log"))
+    codes = [f["code"] for f in report["findings"]]
+    assert codes[:3] == ["target-not-registered", "api-version-mismatch", "platform-name"]
+    assert codes[-1] == "ld-preload"
+    tells = [f["evidence"].splitlines()[-1] for f in report["findings"]]
+    assert len(set(tells)) == len(tells)
+    assert all("XlaGpuSimpleAdd" in f["evidence"] for f in report["findings"])
+
+
+def test_check_filter_keeps_only_the_named_codes():
+    artifact = str(ARTIFACTS / "sources/seed000_minimal_xla_custom_call.cu")
+    exit_code, report = doctor_json("--check", "unchecked-launch", artifact)
+    assert [f["code"] for f in report["findings"]] == ["unchecked-launch"]
+    assert exit_code == 0  # a warning only: the hardcoded-size error was filtered out
+    exit_code, report = doctor_json("--check", "hardcoded-size,unchecked-launch", artifact)
+    assert {f["code"] for f in report["findings"]} == {"hardcoded-size", "unchecked-launch"} and exit_code == 1
+
+
+def test_list_checks_puts_the_catalogue_in_checks_and_data():
+    exit_code, report = doctor_json("--list-checks")
+    assert exit_code == 0
+    assert [c["name"] for c in report["checks"]] == list(CODES)
+    assert {e["code"] for e in report["catalogue"]} == set(CODES)
+    assert all(set(e) >= {"code", "severity", "title", "explanation", "fix", "example"} for e in report["catalogue"])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["doctor", "--check", "no-such-code", "x.cu"], "unknown finding code 'no-such-code'"),
+        (["doctor", "does/not/exist.cu"], "no such file or directory"),
+        (["doctor", "--log", "does/not/exist.log"], "cannot read"),
+        (["doctor", "--so", "does/not/exist.so"], "no such file"),
+        (["doctor", "--arch", "sm_nine", "--so", "x.so"], "--arch sm_nine"),
+        (["doctor", "pyproject.toml"], "not a kernel, script, note, log or library"),
+        (["doctor", "--", "no-such-program-xlacc"], "no such program"),
+        (["doctor", "--symbol", "my_entry"], "--symbol names entry points of a shared object"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(args, message):
+    done = cli(*args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_code_is_a_usage_error_in_the_api_too():
+    with pytest.raises(UsageError):
+        engine.run(engine.DoctorRequest([], None, [], None, None, False, ["nope"], []))
+
+
+def test_log_from_stdin():
+    text = (ARTIFACTS / "logs/wrong-number-of-arguments.log").read_text()
+    done = cli("doctor", "--json", "--log", "-", stdin=text)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["checks"][0]["name"] == "log stdin"
+    assert [f["code"] for f in report["findings"]] == ["operand-mismatch"]
+
+
+def test_text_output_in_the_style_of_flutter_doctor():
+    done = cli("doctor", str(ARTIFACTS / "sources/seed000_minimal_xla_custom_call.cu"))
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1
+    assert any(line.startswith("✗ source ") for line in lines)
+    assert any(line.startswith("✗ hardcoded-size:") for line in lines)
+    assert any(line.startswith("! unchecked-launch:") for line in lines)
+    assert any(line.startswith("! legacy-api-deprecated:") for line in lines)  # the 4-parameter signature
+    assert sum(1 for line in lines if line.strip().startswith("fix:")) == 3
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def test_command_killed_by_a_signal_is_a_kernel_crash():
+    done = cli("doctor", "--json", "--", sys.executable, "-c", "import ctypes; ctypes.string_at(0)")
+    report = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert report["command"]["signal"] == "SIGSEGV" and report["command"]["returncode"] == -11
+    crash = next(f for f in report["findings"] if f["code"] == "kernel-crash")
+    assert "SIGSEGV" in crash["evidence"] and "registered as typed FFI" in crash["fix"]
+
+
+def test_command_crash_reported_by_a_shell_as_128_plus_signal():
+    script = f'"{sys.executable}" -c "import os, signal; os.kill(os.getpid(), signal.SIGABRT)"; exit $?'
+    done = cli("doctor", "--json", "--", "sh", "-c", script)
+    report = json.loads(done.stdout)
+    assert report["command"]["returncode"] == 134 and report["command"]["signal"] == "SIGABRT"
+    assert "kernel-crash" in [f["code"] for f in report["findings"]]
+
+
+def test_command_output_goes_through_the_text_rules():
+    code = "import sys; print('jax.errors.JaxRuntimeError: UNIMPLEMENTED: No registered implementation for custom call to my_op for platform CUDA'); sys.exit(1)"
+    done = cli("doctor", "--json", "--", sys.executable, "-c", code)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert report["findings"][0]["code"] == "target-not-registered" and "my_op" in report["findings"][0]["evidence"]
+    assert "kernel-crash" not in [f["code"] for f in report["findings"]]
+
+
+def test_successful_command_is_clean_and_a_failing_one_without_known_text_still_fails():
+    ok = cli("doctor", "--json", "--", sys.executable, "-c", "print('ok')")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["findings"] == []
+    bad = cli("doctor", "--", sys.executable, "-c", "import sys; print('something odd'); sys.exit(3)")
+    assert bad.returncode == 1
+    assert "exit 3" in bad.stdout and "something odd" in bad.stdout  # the output's tail is shown
+
+
+# -- a project written by `xlacc new` is clean ----------------------------------------------------
+
+
+@pytest.mark.parametrize("platform, api", [("cuda", "ffi"), ("cuda", "legacy"), ("cpu", "ffi"), ("cpu", "legacy")])
+def test_generated_project_raises_no_error(tmp_path, platform, api):
+    pytest.importorskip("xlacc.scaffold")
+    project = tmp_path / "myop"
+    made = runner.invoke(app, ["new", "myop", "--platform", platform, "--api", api, "--dir", str(project)], obj={"command": []})
+    assert made.exit_code == 0, made.output
+    exit_code, report = doctor_json(str(project))
+    assert exit_code == 0, report["findings"]
+    assert [f for f in report["findings"] if f["severity"] != "info"] == []
+    names = [c["name"] for c in report["checks"]]
+    assert any(n.endswith("kernel.cu") or n.endswith("kernel.cc") for n in names)
+    assert any(n.startswith("shared object") for n in names)  # not built yet: skipped, named
+
+
+def test_a_directory_with_nothing_to_read_says_so(tmp_path):
+    (tmp_path / "picture.png").write_bytes(b"\x89PNG")
+    code, report = doctor_json(str(tmp_path))
+    assert code == 0 and not report["findings"]
+    assert report["checks"][0]["ok"] is None and "no kernels, scripts, notes, logs" in report["checks"][0]["detail"]
+
+
+def test_notes_logs_and_notebooks_in_a_folder_are_read(tmp_path):
+    (tmp_path / "notes.md").write_text("```python\nimport torch_xla\ntorch_xla._XLAC._xla_custom_call([q], 'op', [list(q.shape)], [str(q.dtype)], False, '', 2, {})\n```\n")
+    (tmp_path / "run.log").write_text("E0101 00:00:00.000 1 custom_call.cc:88] No registered implementation for custom call to my_op for platform CUDA\n")
+    notebook = {"cells": [{"cell_type": "code", "source": ["import jax\n", "jax.ffi.register_ffi_target('op', cap, platform='GPU')\n"], "outputs": []}]}
+    (tmp_path / "try.ipynb").write_text(json.dumps(notebook))
+    code, report = doctor_json(str(tmp_path))
+    found = {(f["code"], f["evidence"].split(":")[0]) for f in report["findings"]}
+    assert code == 1
+    assert ("output-dtype-type", str(tmp_path / "notes.md")) in found
+    assert any(c == "target-not-registered" for c, _ in found)
+    assert ("platform-name", str(tmp_path / "try.ipynb")) in found
+
+
+def test_so_inside_a_project_is_checked_for_the_projects_entry_points(tmp_path):
+    from xlacc import builder
+    from xlacc import scaffold, spec
+
+    scaffold.create(scaffold.NewRequest(name="owned", platform="cpu", frameworks=["jax"], directory=tmp_path / "owned"))
+    assert builder.build_spec(spec.load(tmp_path / "owned")).ok
+    code, report = doctor_json("--so", str(tmp_path / "owned" / "owned" / "libowned.so"))
+    names = [c["name"] for c in report["checks"]]
+    assert code == 0 and "symbol xlacc_owned_ffi" in names

@@ -1,0 +1,274 @@
+"""Hostile input for doctor, class by class: long lines, huge logs and command output, folder
+walks with links, commands that linger, sources no parser can take, damaged libraries.
+
+Every case must end in time and memory, with an exit code of 0, 1 or 2 (never 70, an internal
+error) and no traceback. Time bounds are generous for a loaded 2-core CI machine; the issue's
+budgets are measured in benchmarks/bench_cli.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from xlacc.diagnosis import inputs
+from xlacc.diagnosis.rules import text
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_RSS_MB = 500
+# Runs doctor in a child and prints its own peak memory last, on stderr. VmHWM, not ru_maxrss:
+# Linux carries ru_maxrss over from the forked parent (a test process that imported torch).
+MEASURED = (
+    "import re, sys\n"
+    "sys.argv = ['xlacc'] + sys.argv[1:]\n"
+    "from xlacc.cli import main\n"
+    "try:\n    main()\n"
+    "except SystemExit as exc:\n    code = exc.code\n"
+    "peak = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
+    "print(f'peak-rss-kb {peak}', file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def doctor(*args: str, seconds: float, cwd: Path = ROOT) -> tuple[subprocess.CompletedProcess, float, float]:
+    """(result, wall seconds, peak MB) of `xlacc doctor ARGS`, which must end within ``seconds``."""
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURED, "doctor", *args], cwd=cwd, capture_output=True, text=True, timeout=seconds * 3,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    wall = time.monotonic() - start
+    peak = next((int(line.split()[1]) / 1024 for line in done.stderr.splitlines() if line.startswith("peak-rss-kb")), 0.0)
+    assert done.returncode in (0, 1, 2), done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+    assert wall < seconds, f"{wall:.1f} s"
+    assert peak < MAX_RSS_MB, f"{peak:.0f} MB"
+    return done, wall, peak
+
+
+@pytest.fixture(scope="module")
+def host_library(tmp_path_factory) -> Path:
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on this machine")
+    folder = tmp_path_factory.mktemp("lib")
+    (folder / "f.cc").write_text('extern "C" int f() { return 1; }\n')
+    subprocess.run([compiler, "-shared", "-fPIC", str(folder / "f.cc"), "-o", str(folder / "libf.so")], check=True, capture_output=True)
+    return folder / "libf.so"
+
+
+# -- text rules: linear in their input -----------------------------------------------------------------
+
+RANDOM = random.Random(0)
+ADVERSARIAL = {
+    "a 40 KB base64 line": base64.b64encode(RANDOM.randbytes(30_000)).decode(),
+    "5000 hex lines glued": "\n".join(RANDOM.randbytes(32).hex() for _ in range(5000)),
+    "a 1 MB line": "a" * 1_000_000,
+    "a 1 MB path": "/x" * 500_000,
+    "a prefix repeated": "No registered implementation for custom call to " * 2000,
+    "a library name without its end": "AttributeError: " + "a" * 40_000 + " undefined",
+    "a .so path without spaces": "lib" + "a" * 40_000 + ".so: cannot",
+    "colons": ":" * 100_000,
+    "decode indices": "Failed to decode all FFI handler operands (bad operands at: " + "1," * 20_000,
+    "wrapped words": "Wrong\n" * 20_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_every_text_rule_is_linear_on_long_lines(name):
+    line = ADVERSARIAL[name]
+    normalized = text.normalize(line)
+    for rule, spaced, glued in text._compiled():
+        start = time.perf_counter()
+        for _ in spaced.finditer(normalized.spaced):
+            pass
+        for _ in glued.finditer(normalized.glued):
+            pass
+        assert time.perf_counter() - start < 0.5, f"{rule.name} on {name}"
+    start = time.perf_counter()
+    text.diagnose_text(line)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_lines_are_cut_before_any_rule_sees_them():
+    message = "No registered implementation for custom call to foo for platform CUDA"
+    assert text.cap_lines("x" * 10 * text.MAX_LINE + "\n" + message).split("\n")[0] == "x" * text.MAX_LINE
+    assert [f.code for f in text.diagnose_text("x" * 10_000_000 + "\n" + message)][0] == "target-not-registered"
+
+
+# -- bounded reading ----------------------------------------------------------------------------------
+
+
+def write_log(path: Path, megabytes: int, message: str) -> None:
+    noise = "".join(f"I0101 00:00:00.{i:06d} 1 gpu_compiler.cc:1] compiling module jit_step_{i} and cuda buffers\n" for i in range(10_000))
+    with path.open("w") as stream:
+        for index in range(megabytes * 1_000_000 // len(noise) + 1):
+            stream.write(noise)
+            if index == 7:
+                stream.write(message + "\n")
+
+
+def test_a_200_mb_log_in_bounded_time_and_memory(tmp_path):
+    log = tmp_path / "big.log"
+    write_log(log, 200, "E0101 custom_call.cc:1] No registered implementation for custom call to my_op for platform CUDA")
+    done, _, _ = doctor("--json", "--log", str(log), seconds=20)
+    report = json.loads(done.stdout)
+    assert report["findings"][0]["code"] == "target-not-registered" and "my_op" in report["findings"][0]["title"]
+    assert re.search(r"\(2\d\d\.\d MB; read the first and last lines", report["checks"][0]["detail"])
+
+
+def test_a_log_whose_every_line_names_a_rule_word_stays_bounded(tmp_path):
+    log = tmp_path / "cuda.log"
+    log.write_text("I0101 cuda_executor.cc:1] cuda stream launched kernel fusion\n" * 600_000 + "Fatal Python error: Segmentation fault\n")
+    done, _, _ = doctor("--json", "--log", str(log), seconds=20)
+    assert "kernel-crash" in {f["code"] for f in json.loads(done.stdout)["findings"]}
+
+
+def test_a_log_without_newlines_is_cut_into_lines():
+    collector = inputs.LogCollector(text.interesting())
+    for _ in range(50):
+        collector.feed(b"a" * 1_000_000)
+    collector.feed(b"\nFatal Python error: Segmentation fault\n")
+    kept = collector.finish()
+    assert kept.bytes == 50_000_000 + 40 and len(kept.text) < 10 * inputs.MAX_LINE * inputs.LOG_TAIL_LINES
+    assert "Segmentation fault" in kept.text
+
+
+def test_the_middle_of_a_log_keeps_matching_lines_with_context():
+    collector = inputs.LogCollector(text.interesting())
+    lines = [f"noise {i}" for i in range(5000)]
+    lines[2500] = "No registered implementation for custom"
+    lines[2501] = "call to my_op for platform CUDA"  # a message a logger wrapped
+    collector.feed(("\n".join(lines) + "\n").encode())
+    kept = collector.finish()
+    assert "No registered implementation for custom\ncall to my_op" in kept.text
+    assert "noise 2400" not in kept.text and kept.omitted > 0
+
+
+# -- doctor -- COMMAND --------------------------------------------------------------------------------
+
+
+def test_100_mb_of_command_output_in_bounded_time_and_memory():
+    script = (
+        "import sys\n"
+        "block = ('I0101 executor.cc:1] step done ' + 'x' * 70 + '\\n') * 10000\n"
+        "for _ in range(100): sys.stdout.write(block)\n"
+        "print('OSError: ./libop.so: cannot open shared object file: No such file or directory')\n"
+        "sys.exit(1)\n"
+    )
+    done, _, _ = doctor("--json", "--", sys.executable, "-c", script, seconds=20)
+    report = json.loads(done.stdout)
+    assert report["command"]["returncode"] == 1
+    assert "library-not-found" in {f["code"] for f in report["findings"]}
+
+
+def test_a_backgrounded_grandchild_holding_stdout_does_not_keep_doctor_waiting(tmp_path):
+    marker = tmp_path / "late"
+    script = f"(sleep 30; touch {marker}) & echo started; exit 0"
+    done, wall, _ = doctor("--json", "--", "sh", "-c", script, seconds=10)
+    assert wall < 8 and json.loads(done.stdout)["command"]["returncode"] == 0
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_timeout_stops_the_whole_process_group(tmp_path):
+    marker = tmp_path / "late"
+    script = f"(sleep 5; touch {marker}) & sleep 60"
+    done, _, _ = doctor("--json", "--timeout", "1", "--", "sh", "-c", script, seconds=10)
+    report = json.loads(done.stdout)
+    assert report["command"]["returncode"] is None and "timed out" in report["checks"][-1]["detail"]
+    time.sleep(5)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1", "soon"])
+def test_timeout_must_be_a_finite_positive_number(value):
+    done = subprocess.run(
+        [sys.executable, "-m", "xlacc", "doctor", "--timeout", value, "--", "true"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "--timeout" in done.stderr
+
+
+# -- folder walks --------------------------------------------------------------------------------------
+
+
+def test_links_are_never_followed(tmp_path):
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "sub" / "loop").symlink_to(project)
+    (project / "system").symlink_to("/usr/include")
+    shutil.copy(ROOT / "tests/artifacts/doctor/sources/stream_ignored.cu", project / "sub")
+    done, _, _ = doctor("--json", str(project), seconds=10)
+    checks = json.loads(done.stdout)["checks"]
+    assert [c["name"] for c in checks if c["name"].startswith("source ")] == [f"source {project / 'sub' / 'stream_ignored.cu'}"]
+    assert "2 symbolic links not followed" in checks[0]["detail"]
+
+
+def test_the_file_cap_applies_while_walking(tmp_path):
+    for index in range(30):
+        folder = tmp_path / f"d{index:02d}"
+        folder.mkdir()
+        for number in range(40):
+            (folder / f"m{number}.py").write_text("x = 1\n")
+    walked = inputs.walk(tmp_path)
+    assert len(walked.files) == inputs.MAX_FILES and walked.truncated
+    assert walked.files[-1].parent.name < "d29"  # it stopped, rather than read everything and cut
+    done, _, _ = doctor("--json", str(tmp_path), seconds=10)
+    assert "read the first 400 files" in json.loads(done.stdout)["checks"][0]["detail"]
+
+
+# -- sources no parser can take -----------------------------------------------------------------------
+
+SOURCES = {
+    "nested.py": "import jax\nx = a" + ".b" * 100_000 + "\njax.ffi.register_ffi_target('t', x, platform='GPU')\n",
+    "calls.py": "import jax\nx = " + "f(" * 3000 + ")" * 3000 + "\n",
+    "latin1.py": b"# caf\xe9\nimport jax\njax.ffi.register_ffi_target('t', c, platform='GPU')\n",
+    "nul.py": b"import jax\x00\njax.ffi.register_ffi_target('t', c, platform='GPU')\n",
+    "deep.cu": "void f(cudaStream_t s) {" + "{" * 50_000 + "}" * 50_000 + "}\n",
+    "binary.cu": bytes(range(256)) * 1000,
+    "broken.ipynb": "{ not json",
+    "cells.ipynb": json.dumps({"cells": [{"cell_type": "code", "source": 5}, "x", {"cell_type": "code", "source": ["!pip install x\n"]}]}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_sources_no_parser_can_take_give_a_clear_answer(tmp_path, name):
+    path = tmp_path / name
+    content = SOURCES[name]
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    done, _, _ = doctor("--json", str(path), seconds=10)
+    report = json.loads(done.stdout)
+    if name == "nested.py":
+        assert "nested too deeply" in report["checks"][0]["detail"]
+    if name == "latin1.py":
+        assert [f["code"] for f in report["findings"]] == ["platform-name"]
+
+
+@pytest.mark.parametrize("tag, value", [(1, 0x7FFF_FFFF_FFFF_FFFF), (1, 0xFFFF_FFFF), (0x7FFF_FFFF, 5)])
+def test_a_library_with_a_corrupt_dynamic_section_is_library_invalid(tmp_path, host_library, tag, value):
+    """A DT_NEEDED whose name lies outside the string table (what a damaged copy holds), or an unknown tag."""
+    import struct
+
+    from elftools.elf.elffile import ELFFile
+
+    data = bytearray(host_library.read_bytes())
+    with host_library.open("rb") as stream:
+        start = ELFFile(stream).get_section_by_name(".dynamic")["sh_offset"]
+    struct.pack_into("<qQ", data, start, tag, value)
+    broken = tmp_path / "libbroken.so"
+    broken.write_bytes(bytes(data))
+    done, _, _ = doctor("--json", "--so", str(broken), "--symbol", "f", seconds=10)
+    codes = [f["code"] for f in json.loads(done.stdout)["findings"]]
+    assert codes in ([], ["library-invalid"]) and done.returncode == (1 if codes else 0)
+    if value == 0x7FFF_FFFF_FFFF_FFFF:
+        assert codes == ["library-invalid"]

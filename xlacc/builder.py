@@ -1,0 +1,783 @@
+"""``xlacc build``: compile a project (or kernel files) into a verified shared object.
+
+One path for both: a :class:`Target` says what to compile; :func:`_prepare` finds the toolchain,
+the archs and the command and hashes the inputs; a fresh cache skips the compiler; otherwise the
+compiler writes a temporary file that replaces the library only on success; then the library's
+entry points and GPU code are checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from xlacc import paths, toolchain
+from xlacc import spec as spec_mod
+from xlacc.diagnosis.findings import make as make_finding
+from xlacc.errors import UsageError
+from xlacc.report import Check, Finding, Report
+from xlacc.spec import Spec
+
+CACHE_FILE = ".xlacc-cache.json"
+CACHE_FORMAT = 1
+SOURCE_PLATFORMS = {".cu": "cuda", ".cc": "cpu", ".cpp": "cpu", ".cxx": "cpu"}
+
+NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
+NVCC_HIDE_SYMBOLS = ("-Xcompiler", "-fvisibility=hidden")
+NVCC_TRAILING_FLAGS = ("-lineinfo",)
+HOST_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC")
+HOST_HIDE_SYMBOLS = ("-fvisibility=hidden",)
+FFI_MARKERS = (b"xla/ffi", b"xlacc/ffi.h")  # a source that mentions one needs the FFI headers on the include path
+# #include "x.h" or <x.h>: followed into the include folders xlacc knows (for the cache key).
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
+XLACC_INCLUDE = Path(__file__).resolve().parent / "include"  # xlacc/kernel.h, entry.h, ffi.h
+
+# Compiler diagnostics: (pattern, level when the pattern has none). `where` names the location.
+DIAGNOSTICS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # gcc / clang: kernel.cc:3:11: error: ...
+    (re.compile(r"^(?P<where>[^\s:(][^:(]*:\d+(?::\d+)?): (?P<level>fatal error|error|warning): "), ""),
+    # nvcc's front end: kernel.cu(3): error: ... / kernel.cu(3): warning #177-D: ...
+    (re.compile(r"^(?P<where>[^\s(][^(]*\(\d+\)): (?P<level>error|warning)\b"), ""),
+    # CUDA tools: nvcc fatal   : Unsupported gpu architecture 'compute_70' / ptxas error   : ...
+    (re.compile(r"^(?P<where>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+)\s*(?P<level>fatal|error|warning)\s*:"), ""),
+    # the linker: /usr/bin/ld: ... / collect2: error: ld returned 1 exit status
+    (re.compile(r"^(?P<where>(?:\S*/)?(?:ld|collect2)(?:\.\w+)?): (?:(?P<level>error|warning): )?"), "error"),
+    # the linker, per reference: kernel.cc:(.text+0x5): undefined reference to `f'
+    (re.compile(r"^(?P<where>[^\s:]+:\([^)]*\)): (?=undefined reference)"), "error"),
+)
+HIDDEN_WARNING_SOURCES = ("xla/ffi",)  # warnings from these headers show only in --verbose output
+CONTEXT_LINES = 4  # indented lines (source snippet, caret, instantiation) kept after a diagnostic
+MAX_DIAGNOSTICS = 12
+FALLBACK_LINES = 15  # output lines shown when no line matched a known diagnostic format
+
+# -- what to build ------------------------------------------------------------------------------
+
+
+@dataclass
+class BuildRequest:
+    paths: list[Path]
+    output: Path | None
+    symbols: list[str]
+    archs: str | None
+    platform: str | None
+    nvcc: Path | None
+    ffi_include: Path | None
+    force: bool
+    verbose: bool
+    show_progress: bool
+    no_ptx: bool = False  # SASS only: a GPU without SASS in the library cannot run it
+    include_dirs: list[Path] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BuildResult:
+    library: Path
+    cached: bool
+    command: list[str]
+    archs: list[str]
+    seconds: float
+    checks: list[Check]
+    findings: list[Finding]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.ok is False for c in self.checks) and not any(f.severity == "error" for f in self.findings)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to compile, however it was asked for (a project's spec or kernel files)."""
+
+    title: str
+    root: Path  # the compiler runs here: paths in its messages are relative to it
+    sources: tuple[Path, ...]  # absolute
+    output: Path  # absolute
+    cache_file: Path
+    platform: str
+    entry_points: tuple[str, ...] | None  # None: what doctor recognises in the sources, when verifying
+    hide_symbols: bool  # -fvisibility=hidden: generated kernels mark their entry points visible
+    always_ffi: bool  # add the FFI headers even if no source mentions them
+    archs: tuple[str, ...]  # () = auto
+    archs_origin: str
+    ptx: bool = True  # embed PTX of the highest arch next to the SASS
+    include_dirs: tuple[Path, ...] = ()  # absolute; the compiler also gets xlacc's own headers
+    defines: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    stale_signature: str = ""  # the spec changed after its code was generated: what to run
+
+    @property
+    def search_path(self) -> tuple[Path, ...]:
+        return (XLACC_INCLUDE, *self.include_dirs)
+
+
+@dataclass(frozen=True)
+class Options:
+    force: bool = False
+    nvcc: Path | None = None
+    ffi_include: Path | None = None
+    verbose: bool = False
+    show_progress: bool = False
+
+
+@dataclass
+class Plan:
+    target: Target
+    compiler: toolchain.Compiler
+    command: list[str]
+    archs: list[str]
+    key: str
+    cache: BuildCache
+    checks: list[Check]
+
+
+# -- entry points -------------------------------------------------------------------------------
+
+
+def run(request: BuildRequest) -> Report:
+    """The CLI entry: a project directory builds from its spec; kernel files with the same flags."""
+    target = _request_target(request)
+    options = Options(request.force, request.nvcc, request.ffi_include, request.verbose, request.show_progress)
+    result = _build(target, options)
+    return Report(
+        title=f"xlacc build {target.title}",
+        checks=result.checks,
+        findings=result.findings,
+        notes=result.notes,
+        data={
+            "library": str(result.library),
+            "cached": result.cached,
+            "command": result.command,
+            "archs": result.archs,
+        },
+    )
+
+
+def build_spec(
+    spec: Spec,
+    *,
+    force: bool = False,
+    archs: tuple[str, ...] | None = None,
+    nvcc: Path | None = None,
+    ffi_include: Path | None = None,
+    verbose: bool = False,
+    show_progress: bool = False,
+) -> BuildResult:
+    """Build a project's library (unless the cache is fresh) and verify it."""
+    return _build(_spec_target(spec, archs=archs), Options(force, nvcc, ffi_include, verbose, show_progress))
+
+
+def is_stale(
+    spec: Spec, *, archs: tuple[str, ...] | None = None, nvcc: Path | None = None, ffi_include: Path | None = None
+) -> bool:
+    """Would :func:`build_spec` run the compiler? Cheap: hashes, no compile."""
+    plan = _prepare(_spec_target(spec, archs=archs), Options(nvcc=nvcc, ffi_include=ffi_include))
+    plan.cache.save()  # keeps a newly learnt compiler version
+    return not plan.cache.fresh(plan.target.output, plan.key)
+
+
+# -- targets ------------------------------------------------------------------------------------
+
+
+def _spec_target(
+    spec: Spec, *, archs: tuple[str, ...] | None, output: Path | None = None, symbols: tuple[str, ...] = (), ptx: bool = True
+) -> Target:
+    root = spec.root.resolve()
+    sources = tuple(s.resolve() for s in spec.source_paths)
+    if not sources:
+        raise UsageError(f"{root / spec_mod.SPEC_FILE}: [build] names no kernel and no sources: nothing to compile")
+    kernel = root / spec.kernel_file
+    for source in ((kernel,) if spec.build.kernel else ()) + sources:
+        if not source.is_file():
+            raise UsageError(f"{source}: no such file (a source of {root / spec_mod.SPEC_FILE}{_regenerate_hint(spec, source)})")
+    if output is not None:  # -o: inside the project or where the user is
+        library = paths.library_output(output, roots=(root, Path.cwd()), sources=sources + (kernel,), origin=f"-o {str(output)!r}")
+    else:
+        origin = f"{spec.root / spec_mod.SPEC_FILE}: [build.output] {spec.build.output!r}" if spec.build.output else str(spec.library)
+        library = paths.library_output(spec.library, roots=(root,), sources=sources + (kernel,), origin=origin)
+    paths.check_directory(root / "build", f"{root / 'build'} (xlacc's build cache)")
+    explicit = archs is not None and len(archs) > 0
+    changes = spec.signature_changes()
+    return Target(
+        title=spec.name,
+        root=root,
+        sources=sources,
+        output=library,
+        cache_file=(root / "build" / CACHE_FILE) if output is None else library.parent / CACHE_FILE,
+        platform=spec.platform,
+        entry_points=tuple(dict.fromkeys(spec.entry_points + tuple(symbols))),
+        hide_symbols=True,
+        always_ffi=spec.needs_ffi,
+        archs=tuple(archs) if explicit else spec.build.archs,
+        archs_origin="--arch" if explicit else f"[build] archs in {spec_mod.SPEC_FILE}",
+        ptx=spec.build.ptx and ptx,
+        # The project root holds the kernel file the generated entry points include.
+        include_dirs=(root, *(root / d for d in spec.build.include_dirs)),
+        defines=spec.build.defines,
+        flags=spec.build.flags,
+        stale_signature=f"{', '.join(changes)} changed in {spec_mod.SPEC_FILE} since xlacc generated the code" if changes else "",
+    )
+
+
+def _regenerate_hint(spec: Spec, source: Path) -> str:
+    generated_file = spec.root.resolve() / spec.entry_file
+    return "; `xlacc update` writes it again" if source == generated_file else ""
+
+
+def _request_target(request: BuildRequest) -> Target:
+    given = [Path(p) for p in request.paths] or [Path(".")]
+    for path in given:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+    requested_archs = spec_mod.parse_archs(request.archs) if request.archs else None
+    directories = [p for p in given if p.is_dir()]
+    if directories:
+        if len(given) > 1:
+            raise UsageError("give one project directory, or kernel files (.cu, .cc), not both")
+        project = spec_mod.load(directories[0])
+        if request.include_dirs or request.defines or request.flags:
+            raise UsageError("-I, -D and --flag are for kernel files; a project takes them from [build] in its xlacc.toml")
+        _check_project_platform(project, request.platform)
+        return _spec_target(project, archs=requested_archs, output=request.output, symbols=tuple(request.symbols), ptx=not request.no_ptx)
+    return _files_target(given, request, requested_archs)
+
+
+def _check_project_platform(project: Spec, requested: str | None) -> None:
+    """A project's platform is its spec's; --platform may only repeat it."""
+    if requested is None or requested == project.platform:
+        return
+    if requested not in spec_mod.PLATFORMS:
+        raise UsageError(f"--platform {requested!r} is not allowed; use one of: {', '.join(spec_mod.PLATFORMS)}")
+    spec_file = project.root / spec_mod.SPEC_FILE
+    raise UsageError(f"--platform {requested} does not match the project: {spec_file} says platform = {project.platform!r}")
+
+
+def _files_target(files: list[Path], request: BuildRequest, archs: tuple[str, ...] | None) -> Target:
+    for path in files:
+        if path.suffix not in SOURCE_PLATFORMS:
+            allowed = ", ".join(SOURCE_PLATFORMS)
+            raise UsageError(f"{path}: unknown suffix {path.suffix!r}: xlacc builds {allowed} files or a project directory")
+    platform = _files_platform(files, request.platform)
+    sources = tuple(p.resolve() for p in files)
+    default = sources[0].parent / "build" / f"lib{sources[0].stem}.so"
+    output = paths.library_output(
+        request.output or default,
+        roots=(Path.cwd(), *dict.fromkeys(s.parent for s in sources)),
+        sources=sources,
+        origin=f"-o {str(request.output)!r}" if request.output else str(default),
+    )
+    for flag in request.flags:
+        if not spec_mod.FLAG.match(flag):
+            raise UsageError(f"--flag {flag!r}: one compiler argument per --flag, without spaces")
+    return Target(
+        title=", ".join(p.name for p in files),
+        root=Path.cwd().resolve(),
+        sources=sources,
+        output=output,
+        cache_file=output.parent / CACHE_FILE,
+        platform=platform,
+        entry_points=tuple(dict.fromkeys(request.symbols)) or None,  # None: the ones found in the sources
+        hide_symbols=False,  # the user's own files did not opt in to hidden visibility
+        always_ffi=False,
+        archs=archs or (),
+        archs_origin="--arch",
+        ptx=not request.no_ptx,
+        include_dirs=tuple(Path(d).resolve() for d in request.include_dirs),
+        defines=tuple(request.defines),
+        flags=tuple(request.flags),
+    )
+
+
+def entry_points_in(sources: tuple[Path, ...]) -> tuple[str, ...]:
+    """The entry points doctor recognises in the sources: what a plain build verifies without --symbol."""
+    from xlacc.diagnosis import program
+    from xlacc.parsers import cxx
+
+    parsed = []
+    for path in sources:
+        try:
+            parsed.append(cxx.parse(path.name, path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    entries = program.entry_points(parsed)
+    return tuple(dict.fromkeys(e.symbol for e in entries if e.exported and not e.internal and not e.captured))
+
+
+def _files_platform(files: list[Path], requested: str | None) -> str:
+    by_suffix = "cuda" if any(SOURCE_PLATFORMS[p.suffix] == "cuda" for p in files) else "cpu"
+    if requested is None:
+        return by_suffix
+    if requested not in spec_mod.PLATFORMS:
+        raise UsageError(f"--platform {requested!r} is not allowed; use one of: {', '.join(spec_mod.PLATFORMS)}")
+    if requested == "cpu" and by_suffix == "cuda":
+        raise UsageError("--platform cpu cannot compile .cu files: use --platform cuda or .cc sources")
+    return requested
+
+
+# -- the build ----------------------------------------------------------------------------------
+
+
+def _build(target: Target, options: Options) -> BuildResult:
+    started = time.perf_counter()
+    if target.stale_signature:
+        return _stale_result(target, started)
+    plan = _prepare(target, options)
+    _clear_leftovers(target.output)
+    notes = [f"command (in {target.root}): {shlex.join(plan.command)}"] if options.verbose else []
+    cached = not options.force and plan.cache.fresh(target.output, plan.key)
+    if cached:
+        step = StepResult([Check("compile", True, "up to date (cached; --force rebuilds)")])
+    else:
+        step = _compile_step(plan, options)
+    checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
+    if not step.ok:
+        plan.cache.save()
+        return _result(plan, False, started, checks, findings, notes)
+    verify_checks, verify_findings = _verify(plan)
+    plan.cache.save()
+    library = Check("library", True, _display(target.output, Path.cwd().resolve()))
+    return _result(plan, cached, started, checks + [library] + verify_checks, findings + verify_findings, notes)
+
+
+def _stale_result(target: Target, started: float) -> BuildResult:
+    """The spec and the generated code disagree: compiling would build the old signature."""
+    from xlacc.diagnosis.findings import make
+
+    finding = make("spec-changed", f"{target.root / spec_mod.SPEC_FILE}: {target.stale_signature}")
+    check = Check("spec", False, f"{target.stale_signature}: run `xlacc update`")
+    return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], [finding])
+
+
+def _verify(plan: Plan) -> tuple[list[Check], list[Finding]]:
+    """:func:`verify_library`, or what it found last time while the library is the same file
+    (a no-op build then reads no ELF at all). Only a clean verification is remembered."""
+    target = plan.target
+    archs = plan.archs if target.platform == "cuda" else None
+    question = {"entry_points": "found" if target.entry_points is None else list(target.entry_points), "archs": archs}
+    remembered = plan.cache.verification(target.output, question)
+    if remembered is not None:
+        return remembered, []
+    entry_points = entry_points_in(target.sources) if target.entry_points is None else target.entry_points
+    checks, findings = verify_library(target.output, entry_points, archs)
+    if not entry_points:
+        checks.insert(0, Check("symbols", None, "none found in the sources: pass --symbol NAME to verify an entry point"))
+    if not findings and all(c.ok is not False for c in checks):
+        plan.cache.remember_verification(target.output, question, checks)
+    return checks, findings
+
+
+@dataclass
+class StepResult:
+    checks: list[Check]
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok is not False for c in self.checks)
+
+
+def _compile_step(plan: Plan, options: Options) -> StepResult:
+    """Compile, record the new key on success, and turn the compiler's output into checks."""
+    outcome = _compile(plan, options)
+    messages = compiler_messages(outcome.output)
+    shown = options.verbose and outcome.output.strip()
+    notes = [f"{plan.compiler.kind} output:\n{outcome.output.rstrip()}"] if shown else []
+    if not outcome.ok:
+        failure = _compile_failure_check(plan, outcome, messages)
+        findings = [_compile_error_finding(plan, messages, outcome.output)] + _link_diagnoses(plan, outcome.output)
+        return StepResult([failure], findings, notes)
+    plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
+    warnings = [_warnings_finding(plan, messages.warnings)] if messages.warnings else []
+    return StepResult([Check("compile", True, f"compiled in {outcome.seconds:.2f} s")], warnings, notes)
+
+
+def _result(plan: Plan, cached: bool, started: float, checks, findings, notes) -> BuildResult:
+    return BuildResult(
+        library=plan.target.output,
+        cached=cached,
+        command=plan.command,
+        archs=plan.archs,
+        seconds=time.perf_counter() - started,
+        checks=checks,
+        findings=findings,
+        notes=notes,
+    )
+
+
+def _prepare(target: Target, options: Options) -> Plan:
+    """Toolchain, archs, command line and cache key: everything short of compiling."""
+    inputs = read_inputs(target.sources, target.search_path)
+    cache = BuildCache.load(target.cache_file)
+    checks: list[Check] = []
+    if target.platform == "cuda":
+        compiler = toolchain.find_nvcc(options.nvcc, versions=cache.compilers)
+    else:
+        compiler = toolchain.find_host_cxx(versions=cache.compilers)
+    checks.append(Check("toolchain", True, compiler.describe()))
+    ffi_dir = None
+    if target.always_ffi or any(marker in data for data in inputs.values() for marker in FFI_MARKERS):
+        ffi_dir = toolchain.ffi_include_dir(options.ffi_include)
+        checks.append(Check("ffi headers", True, str(ffi_dir)))
+    archs: list[str] = []
+    if target.platform == "cuda":
+        archs, why = toolchain.resolve_archs(target.archs or None)
+        if target.archs:
+            why = f"as requested by {target.archs_origin}"
+        checks.append(Check("archs", True, f"{describe_archs(archs, target.ptx)}: {why}"))
+    command = compile_command(compiler, target, archs, ffi_dir)
+    key = cache_key(inputs, command, compiler, toolchain.ffi_headers_digest(ffi_dir) if ffi_dir else "")
+    return Plan(target, compiler, command, archs, key, cache, checks)
+
+
+def _display(path: Path, root: Path) -> str:
+    """A path as the compiler should see it: relative to where it runs, when inside it."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def gencode_flags(archs: list[str], ptx: bool = True) -> list[str]:
+    """SASS for every arch, and (unless ``ptx`` is off) PTX of the highest so newer GPUs can JIT it."""
+    ptx_arch = _ptx_arch(archs) if ptx else None
+    flags = []
+    for arch in archs:
+        virtual = "compute_" + arch.split("_", 1)[1]
+        code = f"[{arch},{virtual}]" if arch == ptx_arch else arch
+        flags += ["-gencode", f"arch={virtual},code={code}"]
+    return flags
+
+
+def _ptx_arch(archs: list[str]) -> str:
+    # An arch-specific PTX (compute_90a) runs only on that GPU: prefer the portable one.
+    return max(archs, key=lambda a: (toolchain.arch_number(a), not a.endswith("a")))
+
+
+def describe_archs(archs: list[str], ptx: bool = True) -> str:
+    if not ptx:
+        return f"{', '.join(archs)} (SASS only, no PTX)"
+    return f"{', '.join(archs)} + PTX compute_{_ptx_arch(archs).split('_', 1)[1]}"
+
+
+def compile_command(compiler: toolchain.Compiler, target: Target, archs: list[str], ffi_dir: Path | None) -> list[str]:
+    folders = [str(XLACC_INCLUDE), *(_display(d, target.root) for d in target.include_dirs), *([str(ffi_dir)] if ffi_dir else [])]
+    include = [arg for folder in folders for arg in ("-I", folder)]
+    defines = [f"-D{d}" for d in target.defines]
+    sources = [_display(s, target.root) for s in target.sources]
+    output = ["-o", _display(target.output, target.root)]
+    if compiler.kind == "nvcc":
+        hide = list(NVCC_HIDE_SYMBOLS) if target.hide_symbols else []
+        flags = [*NVCC_FLAGS, *hide, *gencode_flags(archs, target.ptx), *include, *defines, *NVCC_TRAILING_FLAGS, *target.flags]
+    else:
+        hide = list(HOST_HIDE_SYMBOLS) if target.hide_symbols else []
+        flags = [*HOST_FLAGS, *hide, *include, *defines, *target.flags]
+    return [str(compiler.path), *flags, *sources, *output]
+
+
+# -- inputs and the cache -----------------------------------------------------------------------
+
+
+def read_inputs(sources: tuple[Path, ...], search_path: tuple[Path, ...] = ()) -> dict[Path, bytes]:
+    """The sources and every header they include that sits next to its includer or in one of
+    ``search_path`` (xlacc's headers, the project, its include_dirs): what the cache key covers."""
+    inputs: dict[Path, bytes] = {}
+    pending = list(sources)
+    while pending:
+        path = pending.pop(0)
+        if path in inputs:
+            continue
+        try:
+            inputs[path] = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        for quote, name in INCLUDE.findall(inputs[path].decode("utf-8", errors="replace")):
+            folders = ((path.parent,) if quote == '"' else ()) + search_path
+            header = next((d / name for d in folders if (d / name).is_file()), None)
+            if header is not None and header.resolve() not in inputs:
+                pending.append(header.resolve())
+    return inputs
+
+
+def cache_key(inputs: dict[Path, bytes], command: list[str], compiler: toolchain.Compiler, ffi_digest: str) -> str:
+    digest = hashlib.sha256()
+    for part in (json.dumps(command), compiler.kind, compiler.version, ffi_digest):
+        digest.update(part.encode() + b"\0")
+    for path, data in inputs.items():
+        digest.update(path.name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return digest.hexdigest()
+
+
+def _file_stamp(path: Path) -> list[int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return [stat.st_mtime_ns, stat.st_size]
+
+
+@dataclass
+class BuildCache:
+    """``.xlacc-cache.json``: per library the key it was built from; the compilers' versions."""
+
+    path: Path
+    libraries: dict[str, dict] = field(default_factory=dict)
+    compilers: toolchain.VersionMemo = field(default_factory=dict)
+    _loaded: str = field(default="", repr=False, compare=False)
+
+    @classmethod
+    def load(cls, path: Path) -> BuildCache:
+        try:
+            text = path.read_text(encoding="utf-8")
+            raw = json.loads(text)
+        except (OSError, ValueError):
+            return cls(path)
+        if not isinstance(raw, dict) or raw.get("format") != CACHE_FORMAT:
+            return cls(path)
+        cache = cls(path, dict(raw.get("libraries") or {}), dict(raw.get("compilers") or {}))
+        cache._loaded = cache._serialize()
+        return cache
+
+    def _name(self, library: Path) -> str:
+        return os.path.relpath(library, self.path.parent)
+
+    def fresh(self, library: Path, key: str) -> bool:
+        entry = self.libraries.get(self._name(library))
+        return bool(entry) and entry.get("key") == key and entry.get("stamp") == _file_stamp(library)
+
+    def record(self, library: Path, key: str, command: list[str], archs: list[str]) -> None:
+        self.libraries[self._name(library)] = {
+            "key": key,
+            "stamp": _file_stamp(library),
+            "command": command,
+            "archs": archs,
+        }
+
+    def verification(self, library: Path, question: dict) -> list[Check] | None:
+        entry = self.libraries.get(self._name(library)) or {}
+        verified = entry.get("verified") or {}
+        if verified.get("question") != question or entry.get("stamp") != _file_stamp(library):
+            return None
+        return [Check(name, ok, detail) for name, ok, detail in verified["checks"]]
+
+    def remember_verification(self, library: Path, question: dict, checks: list[Check]) -> None:
+        entry = self.libraries.get(self._name(library))
+        if entry is not None and entry.get("stamp") == _file_stamp(library):
+            entry["verified"] = {"question": question, "checks": [[c.name, c.ok, c.detail] for c in checks]}
+
+    def _serialize(self) -> str:
+        body = {"format": CACHE_FORMAT, "libraries": self.libraries, "compilers": self.compilers}
+        return json.dumps(body, indent=1, sort_keys=True)
+
+    def save(self) -> None:
+        text = self._serialize()
+        if text == self._loaded:
+            return
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError:  # a cache that cannot be written only costs a rebuild
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
+            return
+        self._loaded = text
+
+
+# -- compiling ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    ok: bool
+    returncode: int
+    output: str
+    seconds: float
+
+
+def temporary_output(library: Path) -> Path:
+    """Where the compiler writes before the rename; the pid lets a later build clear leftovers."""
+    return library.with_name(f".{library.name}.{os.getpid()}.tmp")
+
+
+def _clear_leftovers(library: Path) -> None:
+    """Remove temporary outputs of builds that were killed (their process is gone)."""
+    for leftover in library.parent.glob(f".{library.name}.*.tmp"):
+        pid = leftover.name[len(library.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _compile(plan: Plan, options: Options) -> CompileOutcome:
+    """Run the compiler into a temporary file; replace the library only when it succeeded."""
+    library = plan.target.output
+    paths.make_directory(library.parent)
+    temporary = temporary_output(library)
+    command = plan.command[:-1] + [str(temporary)]
+    started = time.perf_counter()
+    try:
+        with _progress(f"compiling {plan.target.title} with {plan.compiler.kind}", options.show_progress):
+            done = subprocess.run(
+                command, cwd=plan.target.root, capture_output=True, text=True, errors="replace"
+            )
+        output = done.stdout + done.stderr
+        ok = done.returncode == 0 and temporary.is_file() and temporary.stat().st_size > 0
+        if ok:
+            os.replace(temporary, library)
+        return CompileOutcome(ok, done.returncode, output, time.perf_counter() - started)
+    except OSError as exc:
+        return CompileOutcome(False, -1, f"{plan.compiler.path}: {exc.strerror or exc}", time.perf_counter() - started)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+@contextmanager
+def _progress(message: str, enabled: bool) -> Iterator[None]:
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    from xlacc.report import console
+
+    with console(stderr=True).status(message):
+        yield
+
+
+# -- compiler messages --------------------------------------------------------------------------
+
+
+@dataclass
+class CompilerMessages:
+    errors: list[str] = field(default_factory=list)  # each: the diagnostic line and its context
+    warnings: list[str] = field(default_factory=list)
+
+
+def _classify(line: str) -> tuple[str, str] | None:
+    """(level, where) of a diagnostic line; None for any other line."""
+    for pattern, default_level in DIAGNOSTICS:
+        match = pattern.match(line)
+        if match:
+            level = match.groupdict().get("level") or default_level
+            return ("warning" if level == "warning" else "error"), match.group("where")
+    return None
+
+
+def compiler_messages(output: str) -> CompilerMessages:
+    """The compiler's error and warning lines, each with its indented context lines.
+
+    Warnings located in XLA's FFI headers are dropped (``--verbose`` shows the whole output).
+    """
+    blocks: list[tuple[str, list[str]]] = []
+    current: list[str] | None = None
+    for line in output.splitlines():
+        if current is not None and line[:1].isspace() and line.strip() and len(current) <= CONTEXT_LINES:
+            current.append(line)
+            continue
+        current = None
+        found = _classify(line)
+        if found is None:
+            continue
+        level, where = found
+        if level == "warning" and any(s in where for s in HIDDEN_WARNING_SOURCES):
+            continue
+        current = [line]
+        blocks.append((level, current))
+    return CompilerMessages(
+        errors=["\n".join(lines) for level, lines in blocks if level == "error"],
+        warnings=["\n".join(lines) for level, lines in blocks if level == "warning"],
+    )
+
+
+def _compile_failure_check(plan: Plan, outcome: CompileOutcome, messages: CompilerMessages) -> Check:
+    count = len(messages.errors)
+    first = messages.errors[0].splitlines()[0] if messages.errors else f"exit status {outcome.returncode}"
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    return Check("compile", False, f"{plan.compiler.kind} failed: {first}{more}")
+
+
+def _compile_error_finding(plan: Plan, messages: CompilerMessages, output: str) -> Finding:
+    if messages.errors:
+        shown = messages.errors[:MAX_DIAGNOSTICS]
+        hidden = len(messages.errors) - len(shown)
+        evidence = "\n".join(shown) + (f"\n... and {hidden} more" if hidden else "")
+    else:
+        evidence = "\n".join([line for line in output.splitlines() if line.strip()][-FALLBACK_LINES:])
+    return make_finding(
+        "compile-error", evidence or "(the compiler printed nothing)", title=f"{plan.compiler.kind} rejected {plan.target.title}", likelihood=1.0
+    )
+
+
+# nvcc's own warning, and the link error it leads to: an undefined `void kernel<float>(...)`.
+TEMPLATE_STUB_WARNING = re.compile(r"^.*static-global-template-stub=true.*$", re.MULTILINE)
+UNDEFINED_TEMPLATE = re.compile(r"^.*undefined reference to `(?:void )?[\w:]+<[^`\n]{1,200}>\([^`\n]{0,300}\)'.*$", re.MULTILINE)
+
+
+def _link_diagnoses(plan: Plan, output: str) -> list[Finding]:
+    """A failed link that CUDA 13's default -static-global-template-stub=true explains."""
+    from xlacc.diagnosis.findings import make
+
+    if plan.compiler.kind != "nvcc" or "-static-global-template-stub=false" in plan.command:
+        return []
+    warned = [m.group(0).strip() for m in TEMPLATE_STUB_WARNING.finditer(output)]
+    undefined = [m.group(0).strip() for m in UNDEFINED_TEMPLATE.finditer(output)]
+    if not undefined:
+        return []
+    # Without nvcc's warning (suppressed, say) an undefined template may have other causes.
+    return [make("template-stub-link", "\n".join((warned + undefined)[:4]), likelihood=0.95 if warned else 0.6)]
+
+
+def _warnings_finding(plan: Plan, warnings: list[str]) -> Finding:
+    shown = warnings[:MAX_DIAGNOSTICS]
+    hidden = len(warnings) - len(shown)
+    return make_finding(
+        "compiler-warning", "\n".join(shown) + (f"\n... and {hidden} more" if hidden else ""), title=f"{plan.compiler.kind} warned about {plan.target.title}"
+    )
+
+
+# -- verification -------------------------------------------------------------------------------
+
+
+def verify_library(
+    library: Path, entry_points: tuple[str, ...] | list[str], archs: list[str] | None
+) -> tuple[list[Check], list[Finding]]:
+    """Are the entry points exported with C linkage, and is there GPU code for every arch?
+
+    ``archs`` None skips the GPU check (a cpu library). The checks are :mod:`xlacc.verify`'s.
+    """
+    from xlacc import elf, verify
+
+    try:
+        shared = elf.read_shared_object(library)
+        symbols = verify.symbols(shared, entry_points)
+        _, arch_results = verify.gpu_code(library, archs, "[build] archs") if archs is not None else ("", None)
+    except elf.ElfError as exc:
+        return [Check("library", False, str(exc))], [make_finding("library-unreadable", str(exc))]
+    checks = [Check(f"symbol {r.name}", r.ok, "exported with C linkage" if r.ok else r.status) for r in symbols]
+    findings = [r.finding for r in symbols if r.finding]
+    if arch_results is not None:
+        checks += [Check(f"arch {r.arch}", r.ok, r.reason) for r in arch_results] or [Check("gpu code", None, "none in the library (no kernels)")]
+        findings += [r.finding for r in arch_results if r.finding]
+    return checks, findings

@@ -1,0 +1,338 @@
+"""``xlacc doctor``: decide what to examine, run the rules over it, and gather one Report.
+
+With no PATH, --so, --log or command, the environment is examined; otherwise only what was named.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xlacc.diagnosis import inputs
+from xlacc.diagnosis.findings import BY_CODE, CATALOGUE, GROUPS
+from xlacc.diagnosis.inputs import SourceFile
+from xlacc.diagnosis.rules import hlo_sharding
+from xlacc.diagnosis.section import Section
+from xlacc.errors import UsageError
+from xlacc.report import Check, Finding, Report
+
+SCANNED_KINDS = frozenset({"c", "py", "sh"})
+DEFAULT_TIMEOUT_S = 600.0
+
+
+@dataclass
+class DoctorRequest:
+    paths: list[Path]
+    so: Path | None
+    symbols: list[str]
+    arch: str | None
+    log: str | None  # a file path, or "-" for stdin
+    list_checks: bool
+    only: list[str]
+    command: list[str]
+    timeout: float = DEFAULT_TIMEOUT_S  # for the command
+
+
+@dataclass
+class _Inputs:
+    sources: list[SourceFile] = field(default_factory=list)
+    documents: list[tuple[str, str]] = field(default_factory=list)  # (name, text)
+    libraries: list[Path] = field(default_factory=list)
+    specs: list = field(default_factory=list)  # Spec
+    unbuilt: list[Path] = field(default_factory=list)
+    empty: list[Path] = field(default_factory=list)  # directories with nothing doctor reads
+    walks: list[tuple[Path, inputs.Walk]] = field(default_factory=list)
+    dumps: list[Path] = field(default_factory=list)  # --xla_dump_to folders
+
+
+def run(request: DoctorRequest) -> Report:
+    only = _codes(request.only)
+    if request.arch:
+        _check_arch(request.arch)
+    if request.command:
+        from xlacc.diagnosis import command
+
+        command.check_timeout(request.timeout)
+    if request.list_checks:
+        return _catalogue(only)
+    if request.symbols and not (request.so or request.paths):
+        raise UsageError("--symbol names entry points of a shared object: add --so FILE (or a project PATH)")
+    asked = request.paths or request.so or request.log or request.command
+    if not asked:
+        from xlacc.diagnosis.rules import environment
+
+        return _report("xlacc doctor: the environment", environment.check_environment(), only)
+    gathered = _gather(request)
+    sections: list[Section] = [_empty_directory_section(d) for d in gathered.empty]
+    sections += [_walk_section(d, w) for d, w in gathered.walks if w.truncated or w.links_skipped]
+    sections += _source_sections(gathered)
+    sections += [_project_section(spec) for spec in gathered.specs]
+    sections += _library_sections(request, gathered)
+    sections += [_dump_section(directory) for directory in gathered.dumps]
+    data: dict = {}
+    notes: list[str] = []
+    if request.log is not None:
+        sections.append(_log_section(request.log))
+    if request.command:
+        command_sections, command_data, tail = _command_sections(request.command, request.timeout)
+        sections += command_sections
+        data["command"] = command_data
+        if tail:
+            notes.append(tail)
+    report = _report("xlacc doctor", sections, only)
+    report.data.update(data)
+    report.notes.extend(notes)
+    return report
+
+
+def _report(title: str, sections: list[Section], only: set[str]) -> Report:
+    return Report(
+        title=title,
+        checks=[section.check(only) for section in sections],
+        findings=[finding for section in sections for finding in section.filtered(only)],
+    )
+
+
+def _codes(only: list[str]) -> set[str]:
+    unknown = [code for code in only if code not in BY_CODE]
+    if unknown:
+        raise UsageError(f"unknown finding code {unknown[0]!r}: `xlacc doctor --list-checks` lists them")
+    return set(only)
+
+
+def _check_arch(arch: str) -> None:
+    from xlacc import fatbin
+
+    try:
+        fatbin.parse_arch(arch)
+    except ValueError as exc:
+        raise UsageError(f"--arch {arch}: {exc}") from None
+
+
+def _catalogue(only: set[str]) -> Report:
+    entries = [e for e in CATALOGUE if not only or e.code in only]
+    return Report(
+        title=f"xlacc doctor: {len(entries)} finding codes",
+        checks=[Check(e.code, None, f"{GROUPS[e.group].lower()}, {e.severity}: {e.title}") for e in entries],
+        data={"catalogue": [e.to_json() for e in entries]},
+    )
+
+
+# -- inputs -------------------------------------------------------------------------------------
+
+
+def _gather(request: DoctorRequest) -> _Inputs:
+    gathered = _Inputs()
+    for path in request.paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+        if path.is_dir():
+            _gather_directory(path, gathered)
+        elif path.name == "xlacc.toml":
+            _gather_directory(path.parent, gathered)
+        elif path.suffix == ".so" or ".so." in path.name or inputs.is_elf(path):
+            gathered.libraries.append(path)
+        else:
+            kind = inputs.kind_of(path)
+            if kind is None:
+                raise UsageError(
+                    f"{path}: not a kernel, script, note, log or library "
+                    "(expected .cu .cc .cpp .h .py .sh .md .txt .log .ipynb or .so)"
+                )
+            _add_file(path, kind, gathered)
+    return gathered
+
+
+def _add_file(path: Path, kind: str, gathered: _Inputs) -> None:
+    name = str(path)
+    if kind == "notebook":
+        blocks, prose = inputs.notebook_parts(name, inputs.read_text(path))
+        gathered.documents.append((name, prose))
+        gathered.sources.extend(blocks)
+    elif kind == "text" and path.suffix.lower() == ".log":
+        from xlacc.diagnosis.rules import text
+
+        gathered.documents.append((name, inputs.read_log_file(path, text.interesting()).text))
+    elif kind == "text":
+        content = inputs.read_text(path)
+        gathered.documents.append((name, content))
+        gathered.sources.extend(b for b in inputs.code_blocks(name, content) if b.kind in SCANNED_KINDS)
+    else:
+        gathered.sources.append(SourceFile(name, kind, inputs.read_text(path), name))
+
+
+def _gather_directory(directory: Path, gathered: _Inputs) -> None:
+    from xlacc import spec as spec_module
+
+    if hlo_sharding.is_dump(directory):
+        gathered.dumps.append(directory)
+    if (directory / spec_module.SPEC_FILE).is_file():
+        spec = spec_module.load(directory)
+        gathered.specs.append(spec)
+        (gathered.libraries if spec.library.is_file() else gathered.unbuilt).append(spec.library)
+    walk = inputs.walk(directory)
+    gathered.walks.append((directory, walk))
+    for path in walk.files:
+        _add_file(path, inputs.kind_of(path), gathered)
+    if not walk.files and not gathered.specs and directory not in gathered.dumps:
+        gathered.empty.append(directory)
+
+
+# -- sections -----------------------------------------------------------------------------------
+
+
+def _empty_directory_section(directory: Path) -> Section:
+    return Section(f"directory {directory}", "no kernels, scripts, notes, logs or xlacc.toml in it", skipped=True)
+
+
+def _walk_section(directory: Path, walk: inputs.Walk) -> Section:
+    parts = []
+    if walk.truncated:
+        parts.append(f"read the first {len(walk.files)} files (limit {inputs.MAX_FILES} files, {inputs.MAX_ENTRIES} entries)")
+    if walk.links_skipped:
+        parts.append(f"{walk.links_skipped} symbolic link{'s' if walk.links_skipped > 1 else ''} not followed")
+    return Section(f"directory {directory}", "; ".join(parts), skipped=True)
+
+
+def _source_sections(gathered: _Inputs) -> list[Section]:
+    if not gathered.sources and not gathered.documents:
+        return []
+    from xlacc.diagnosis import analysis
+
+    report = analysis.analyze(gathered.sources)
+    sections = []
+    documents = dict(gathered.documents)
+    groups = list(dict.fromkeys([name for name, _ in gathered.documents] + [f.group for f in gathered.sources]))
+    for group in groups:
+        findings = list(report.by_group.get(group, []))
+        if group in documents:
+            findings += _document_findings(group, documents[group])
+        detail = report.summaries.get(group, "") or ("no code blocks" if group in documents else "")
+        sections.append(Section(f"{'file' if group in documents else 'source'} {group}", detail, findings))
+    if gathered.sources:
+        sections.append(Section("entry points vs registrations and calls", "", report.cross))
+    return sections
+
+
+def _project_section(spec) -> Section:
+    from xlacc.diagnosis.rules import project
+
+    findings = project.findings(spec)
+    return Section(f"project {spec.name}", "" if findings else "the spec matches its generated code", findings)
+
+
+def _document_findings(name: str, content: str) -> list[Finding]:
+    """A note or log: the text rules over all of it; the HLO check per block when it has blocks."""
+    from xlacc.diagnosis.rules import hlo, text
+
+    blocks = inputs.code_blocks(name, content)
+    findings = text.diagnose_text(content, hlo=not blocks)
+    for block in blocks:
+        if block.kind == "text":
+            findings += hlo.diagnose_hlo(block.text, where=block.name)
+    return findings
+
+
+def _library_sections(request: DoctorRequest, gathered: _Inputs) -> list[Section]:
+    from xlacc.diagnosis.rules import library
+
+    paths = list(gathered.libraries) + ([request.so] if request.so else [])
+    if request.so is not None and not request.so.exists():
+        raise UsageError(f"--so {request.so}: no such file")
+    symbols, symbols_from = request.symbols, "--symbol"
+    if not symbols:  # the entry points of the project the library belongs to
+        specs = gathered.specs or ([owner] if request.so and (owner := _owning_spec(request.so)) else [])
+        if specs:
+            symbols, symbols_from = list(specs[0].entry_points), "xlacc.toml"
+    sections = [Section(f"shared object {p}", "not built yet: run `xlacc build`", skipped=True) for p in gathered.unbuilt if p not in paths]
+    for path in dict.fromkeys(paths):
+        sections += library.check_library(path, symbols, request.arch, symbols_from)
+    return sections
+
+
+def _owning_spec(library: Path):
+    """The project whose build this library is (``PROJECT/build/libNAME.so``), if any."""
+    from xlacc import spec as spec_module
+
+    for directory in (library.resolve().parent, library.resolve().parent.parent):
+        if (directory / spec_module.SPEC_FILE).is_file():
+            try:
+                spec = spec_module.load(directory)
+            except UsageError:
+                return None
+            return spec if spec.library.resolve() == library.resolve() else None
+    return None
+
+
+def _dump_section(directory: Path) -> Section:
+    """The compiled modules of an --xla_dump_to folder: custom calls fed by all-gathers."""
+    modules = hlo_sharding.dump_modules(directory)
+    return Section(f"xla dump {directory}", f"{len(modules)} compiled modules", hlo_sharding.diagnose_dump(directory))
+
+
+def _log_section(log: str) -> Section:
+    from xlacc.diagnosis.rules import text
+
+    if log == "-":
+        content, name = inputs.read_log(sys.stdin.buffer, text.interesting()), "stdin"
+    else:
+        content, name = inputs.read_log_file(Path(log), text.interesting()), log
+    findings = text.diagnose_text(content.text)
+    detail = f"{content.lines} lines"
+    if content.cut:
+        detail += f" ({content.bytes / 1e6:.1f} MB; read the first and last lines and every line a rule names)"
+    return Section(f"log {name}", detail + ("" if findings else "; no known error text"), findings)
+
+
+def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], dict, str]:
+    from xlacc.diagnosis import command
+    from xlacc.diagnosis.rules import runtime, text
+
+    env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated
+    with cleanup:
+        result = command.run(argv, timeout, text.interesting(), env=env)
+        run_findings = runtime.diagnose_output(result.output.text, result.returncode) + hlo_sharding.diagnose_dump(dump)
+    program_section, code_findings = _program_section(argv)
+    findings = runtime.rank_with_code(run_findings, code_findings, result.returncode)
+    if result.returncode is None:
+        ended = f"timed out after {result.seconds:.0f} s; its process group was stopped"
+    elif result.signal_name:
+        ended = f"killed by {result.signal_name} after {result.seconds:.1f} s"
+    else:
+        ended = f"exit {result.returncode} in {result.seconds:.1f} s"
+    failed = result.returncode != 0
+    sections = [Section(f"command {shlex.join(argv)}", ended, findings, failed=failed)]
+    if program_section is not None:
+        sections.insert(0, program_section)
+    data = {
+        "argv": argv,
+        "returncode": result.returncode,
+        "signal": result.signal_name,
+        "seconds": round(result.seconds, 3),
+        "output_tail": result.tail(),
+    }
+    tail = f"last lines of its output:\n{result.tail()}" if failed and result.output.text.strip() else ""
+    return sections, data, tail
+
+
+def _program_section(argv: list[str]) -> tuple[Section | None, list[Finding]]:
+    """The script the command runs and what it loads, read before the run is ranked."""
+    from xlacc.diagnosis import analysis, command
+    from xlacc.diagnosis.rules import library
+    cwd = Path(os.getcwd())
+    script = command.script_of(argv, cwd)
+    if script is None:
+        return None, []
+    paths, libraries = command.program_files(script, cwd)
+    files = [SourceFile(str(p), inputs.kind_of(p), inputs.read_text(p), str(p)) for p in paths]
+    report = analysis.analyze(files)
+    findings = [f for group in report.by_group.values() for f in group] + report.cross
+    looked_up = sorted({s for f in report.program.facts for s in f.symbol_refs} | {s for f in report.program.facts for r in f.registrations for s in r.symbols})
+    for path in libraries:
+        for section in library.check_library(path, looked_up, None, "looked up by the script"):
+            findings += section.findings
+    detail = f"{len(files)} source{'s' if len(files) != 1 else ''}" + (f", {len(libraries)} librar{'ies' if len(libraries) != 1 else 'y'}" if libraries else "")
+    return Section(f"program {script}", detail + " read before the run"), findings

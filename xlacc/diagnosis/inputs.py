@@ -1,0 +1,347 @@
+"""What doctor reads and how: file kinds, folder walks, code blocks of notes and notebooks, and logs
+read in bounded memory.
+
+Folder walks never follow a symbolic link (a loop cannot hang them, a link to /usr/include is not
+read as the project's code) and stop at :data:`MAX_FILES` files or :data:`MAX_ENTRIES` directory
+entries. Logs and a command's output are streamed: doctor keeps the first and last lines, and in
+between every line that names something the text rules look for (with a few lines around it, for
+messages a logger wrapped), so a 200 MB log costs seconds and a few MB of memory, and no line longer
+than :data:`MAX_LINE` reaches a rule.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import BinaryIO, Iterator, Protocol
+
+from xlacc.errors import UsageError
+
+C_SUFFIXES = frozenset({".cu", ".cuh", ".cc", ".cpp", ".cxx", ".c", ".h", ".hpp", ".hh"})
+PY_SUFFIXES = frozenset({".py"})
+SH_SUFFIXES = frozenset({".sh", ".bash"})
+TEXT_SUFFIXES = frozenset({".md", ".txt", ".log", ".hlo", ".mlir", ".out", ".err", ".rst"})
+NOTEBOOK_SUFFIXES = frozenset({".ipynb"})
+SKIPPED_DIRECTORIES = frozenset(
+    {".git", ".hg", "build", "dist", "__pycache__", ".venv", "venv", "node_modules", ".pytest_cache", ".mypy_cache", ".tox",
+     "site-packages", "third_party", "external"}
+)
+MAX_FILES = 400
+MAX_ENTRIES = 20_000
+MAX_SOURCE_BYTES = 2_000_000  # a source or note bigger than this is read as its first 2 MB
+MAX_LINE = 4096  # longer lines are cut before any rule sees them
+LOG_HEAD_LINES = 200
+LOG_TAIL_LINES = 400
+CONTEXT_LINES = 3
+MAX_KEPT_BYTES = 4_000_000  # of matching lines in the middle of a log: its first and last halves
+GROUP_LINES = 16
+CHUNK_BYTES = 1 << 20
+ELF_MAGIC = b"\x7fELF"
+
+FENCE_LANGUAGES = {
+    "c": ("cuda", "cu", "cpp", "c++", "cc", "c", "cxx", "h", "hpp", "cuh"),
+    "py": ("python", "py", "python3", "ipython", "pycon"),
+    "sh": ("bash", "sh", "shell", "console", "zsh"),
+    "text": ("text", "txt", "log", "hlo", "mlir", "plaintext"),
+}
+# Code fences: the opening line, then the body up to a closing fence of the same kind and indent.
+FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]{0,8})(?P<fence>```+|~~~+)[ \t]*(?P<lang>[\w+.-]{0,40})[^\n]*$", re.M)
+GUESSES = (
+    ("text", re.compile(r"\bHloModule\b|\bENTRY\s+%|custom-call\(|stablehlo\.")),
+    ("c", re.compile(r"#include|__global__|extern\s+\"C\"|<<<|\bXLA_FFI_")),
+    ("py", re.compile(r"^\s*(?:import|from)\s+\w|^\s*def\s+\w+\(|^\s*@\w", re.M)),
+    ("sh", re.compile(r"^\s*(?:\$\s+)?(?:nvcc|python3?|export|cd|LD_PRELOAD=|pip)\b", re.M)),
+)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    name: str  # what findings call it (a path, or path:line for a block of a document)
+    kind: str  # c | py | sh | text
+    text: str
+    group: str  # the file it came from (one check line per group)
+    line_offset: int = 0
+
+
+# -- kinds and blocks -------------------------------------------------------------------------------
+
+
+def kind_of(path: PurePath) -> str | None:
+    suffix = path.suffix.lower()
+    for kind, suffixes in (("c", C_SUFFIXES), ("py", PY_SUFFIXES), ("sh", SH_SUFFIXES), ("text", TEXT_SUFFIXES), ("notebook", NOTEBOOK_SUFFIXES)):
+        if suffix in suffixes:
+            return kind
+    return None
+
+
+def guess_kind(body: str) -> str:
+    return next((kind for kind, pattern in GUESSES if pattern.search(body)), "text")
+
+
+def code_blocks(name: str, text: str) -> list[SourceFile]:
+    """The fenced code blocks of a Markdown document (or a note written like one)."""
+    blocks = []
+    position = 0
+    while True:
+        opening = FENCE_OPEN.search(text, position)
+        if opening is None:
+            return blocks
+        fence = opening.group("fence")
+        closing = re.compile(rf"^{re.escape(opening.group('indent'))}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
+        body_start = opening.end() + 1
+        end = closing.search(text, body_start)
+        if end is None:
+            return blocks
+        body = text[body_start : end.start()]
+        lang = opening.group("lang").lower()
+        kind = next((k for k, names in FENCE_LANGUAGES.items() if lang in names), None) or guess_kind(body)
+        first_line = text.count("\n", 0, body_start)
+        blocks.append(SourceFile(f"{name}:{first_line + 1}", kind, body, name, first_line))
+        position = end.end()
+
+
+def notebook_parts(name: str, text: str) -> tuple[list[SourceFile], str]:
+    """A Jupyter notebook's code cells (as Python blocks) and its Markdown and outputs (as text).
+
+    Line numbers count the cells' lines in order, as a reader scrolling the notebook would."""
+    try:
+        cells = json.loads(text).get("cells", [])
+    except (ValueError, AttributeError, RecursionError):
+        return [], text
+    blocks, prose, line = [], [], 0
+    for index, cell in enumerate(cells if isinstance(cells, list) else []):
+        if not isinstance(cell, dict):
+            continue
+        source = _cell_text(cell.get("source"))
+        if cell.get("cell_type") == "code":
+            # IPython magics and shell escapes are not Python.
+            code = "\n".join("" if l.lstrip().startswith(("%", "!")) else l for l in source.splitlines())
+            blocks.append(SourceFile(f"{name}:cell {index + 1}", "py", code, name, line))
+            for output in cell.get("outputs", []) if isinstance(cell.get("outputs"), list) else []:
+                if isinstance(output, dict):
+                    prose.append(_cell_text(output.get("text")) + "\n".join(output.get("traceback", []) or []))
+        else:
+            prose.append(source)
+        line += source.count("\n") + 1
+    return blocks, "\n".join(prose)
+
+
+def _cell_text(value) -> str:
+    if isinstance(value, list):
+        return "".join(v for v in value if isinstance(v, str))
+    return value if isinstance(value, str) else ""
+
+
+# -- files and folders ------------------------------------------------------------------------------
+
+
+def read_text(path: Path, limit: int = MAX_SOURCE_BYTES) -> str:
+    """A file's text (its first ``limit`` bytes), never raising for its content."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(limit)
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory; --log and --so take a file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return data.decode("utf-8", errors="replace").replace("\0", "")
+
+
+def is_elf(path: Path) -> bool:
+    try:
+        with path.open("rb") as stream:
+            return stream.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+@dataclass
+class Walk:
+    files: list[Path] = field(default_factory=list)
+    links_skipped: int = 0
+    truncated: bool = False  # stopped at MAX_FILES or MAX_ENTRIES
+
+
+def walk(directory: Path, wanted=kind_of, max_files: int = MAX_FILES, max_entries: int = MAX_ENTRIES) -> Walk:
+    """Files under ``directory`` whose kind doctor reads, sorted, without following any link."""
+    result = Walk()
+    pending = [directory]
+    entries = 0
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as listing:
+                children = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirectories = []
+        for entry in children:
+            entries += 1
+            if entries > max_entries or len(result.files) >= max_files:
+                result.truncated = True
+                return _sorted(result)
+            try:
+                if entry.is_symlink():
+                    result.links_skipped += 1
+                elif entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIPPED_DIRECTORIES and not entry.name.startswith("."):
+                        subdirectories.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False) and wanted(PurePath(entry.name)) is not None:
+                    result.files.append(Path(entry.path))
+            except OSError:
+                continue
+        pending.extend(reversed(subdirectories))
+    return _sorted(result)
+
+
+def _sorted(result: Walk) -> Walk:
+    result.files.sort()
+    return result
+
+
+# -- logs -----------------------------------------------------------------------------------------
+
+
+class Interesting(Protocol):
+    def search(self, text: str) -> object: ...  # truthy when the text names something a rule reads
+
+
+@dataclass
+class LogText:
+    """What was kept of a log: its text (head, matching lines with context, tail) and its size."""
+
+    text: str
+    lines: int
+    bytes: int
+    omitted: int  # lines not kept
+
+    @property
+    def cut(self) -> bool:
+        return self.omitted > 0
+
+
+class LogCollector:
+    """Fed bytes in chunks (a file, a child's pipe); keeps a bounded head, tail and matching middle.
+
+    ``interesting`` tells a text that names something the text rules look for
+    (:func:`xlacc.diagnosis.rules.text.interesting`). Lines are tested in groups of
+    :data:`GROUP_LINES` (one substring pass per word, not a Python loop per line); a matching group
+    is kept whole, with :data:`CONTEXT_LINES` lines on each side for messages a logger wrapped.
+    Of the middle, the first and the last :data:`MAX_KEPT_BYTES` / 2 are kept: a log full of
+    matching lines costs no more than that, and its first and last errors both survive."""
+
+    def __init__(self, interesting: Interesting | None):
+        self.interesting = interesting
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.partial = ""
+        self.head: list[str] = []
+        self.early: list[tuple[int, str]] = []  # kept lines (number, text), in order, first half
+        self.early_bytes = 0
+        self.late: deque[tuple[int, str]] = deque()  # the last kept lines, second half
+        self.late_bytes = 0
+        self.recent: deque[tuple[int, str]] = deque(maxlen=LOG_TAIL_LINES)
+        self.count = 0
+        self.bytes = 0
+        self.keep_until = -1  # context after a match: keep lines up to this number
+
+    def feed(self, data: bytes) -> None:
+        self.bytes += len(data)
+        text = self.partial + self.decoder.decode(data).replace("\0", "")
+        lines = text.split("\n")
+        self.partial = lines.pop()
+        if len(self.partial) > MAX_LINE * 4:  # a newline-free flood: cut it into lines
+            lines.append(self.partial[:MAX_LINE])
+            self.partial = ""
+        self._lines(lines)
+
+    def _lines(self, lines: list[str]) -> None:
+        if self.count < LOG_HEAD_LINES:
+            taken = lines[: LOG_HEAD_LINES - self.count]
+            self.head.extend(line[:MAX_LINE] for line in taken)
+            self.count += len(taken)
+            lines = lines[len(taken) :]
+        if not lines:
+            return
+        interesting = self.interesting
+        if self.count > self.keep_until and (interesting is None or not interesting.search("\n".join(lines))):
+            self._recent(lines)
+            return
+        for start in range(0, len(lines), GROUP_LINES):
+            group = [line[:MAX_LINE] for line in lines[start : start + GROUP_LINES]]
+            first = self.count
+            if interesting is not None and interesting.search("\n".join(group)):
+                for number, line in list(self.recent)[-CONTEXT_LINES:]:
+                    self._keep(number, line)
+                for offset, line in enumerate(group):
+                    self._keep(first + offset, line)
+                self.keep_until = first + len(group) - 1 + CONTEXT_LINES
+            else:
+                for offset, line in enumerate(group[: max(0, self.keep_until - first + 1)]):
+                    self._keep(first + offset, line)
+            self._recent(group)
+
+    def _recent(self, lines: list[str]) -> None:
+        start = self.count
+        self.count += len(lines)
+        skip = max(0, len(lines) - LOG_TAIL_LINES)
+        self.recent.extend((start + i, line[:MAX_LINE]) for i, line in enumerate(lines[skip:], skip))
+
+    def _keep(self, number: int, text: str) -> None:
+        last = self.late[-1][0] if self.late else (self.early[-1][0] if self.early else -1)
+        if number <= last:
+            return
+        if self.early_bytes < MAX_KEPT_BYTES // 2 and not self.late:
+            self.early.append((number, text))
+            self.early_bytes += len(text) + 1
+            return
+        self.late.append((number, text))
+        self.late_bytes += len(text) + 1
+        while self.late_bytes > MAX_KEPT_BYTES // 2:
+            self.late_bytes -= len(self.late.popleft()[1]) + 1
+
+    def finish(self) -> LogText:
+        tail = self.decoder.decode(b"", final=True)
+        if self.partial or tail:
+            self._lines([(self.partial + tail)[:MAX_LINE]])
+            self.partial = ""
+        recent = list(self.recent)
+        first_recent = recent[0][0] if recent else self.count
+        kept = [(n, t) for n, t in self.early + list(self.late) if n < first_recent]
+        parts: list[str] = list(self.head)
+        previous = len(self.head) - 1
+        omitted = 0
+        for number, text in kept + recent:
+            if number > previous + 1:
+                omitted += number - previous - 1
+                parts.append("")  # a gap: an empty line keeps messages on either side apart
+            parts.append(text)
+            previous = number
+        return LogText("\n".join(parts), self.count, self.bytes, omitted)
+
+
+def read_log(stream: BinaryIO, interesting: Interesting | None) -> LogText:
+    collector = LogCollector(interesting)
+    while True:
+        chunk = stream.read(CHUNK_BYTES)
+        if not chunk:
+            return collector.finish()
+        collector.feed(chunk)
+
+
+def read_log_file(path: Path, interesting: Interesting | None) -> LogText:
+    try:
+        with path.open("rb") as stream:
+            return read_log(stream, interesting)
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory; --log takes a file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def lines_of(text: str) -> Iterator[str]:
+    return iter(text.splitlines())
