@@ -1,5 +1,5 @@
-"""Shared test configuration: GPU tests run only where a GPU is visible; the slowest files run last,
-longest first (so two workers end together); under xdist, a line per finished file names it."""
+"""Shared test configuration: GPU tests run only where a GPU is visible; the slowest files start
+first, spread so that the three workers end together; under xdist, a line per finished file names it."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _gpu_visible() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    _slowest_files_last(items)
+    _slowest_files_first(items)
     if _gpu_visible():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU; none is visible here (CI has none: GPU results are in benchmarks/RESULTS.md)")
@@ -33,21 +33,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-# The files that take longest (about 150, 110, 25 and 70 s on two quiet cores), in the order xdist
-# should start them once the quick files are done: a worker holds two files at a time, so this puts
-# 150 + 25 on one worker and 110 + 70 on the other.
-SLOWEST_FILES = ("test_templates.py", "test_smoke_torch_xla.py", "test_template_paged_attention.py", "test_smoke.py")
+# The files that take longest (about 180, 165, 160 and 130 s on two busy cores; all the others
+# together about 280 s), longest first.
+SLOWEST_FILES = ("test_smoke_torch_xla.py", "test_smoke.py", "test_templates.py", "test_smoke_torchax.py")
 
 
-def _slowest_files_last(items: list) -> None:
-    """xdist hands out whole files in collection order (--no-loadscope-reorder): the quick ones first
-    (progress shows at once), then the slowest, longest first, so that the two workers end together."""
+def _slowest_files_first(items: list) -> None:
+    """xdist hands out whole files in queue order (--no-loadscope-reorder): one to each of the three
+    workers, then a second to each, then one to whichever frees first. The three slowest go first, one
+    per worker; the fourth is the third worker's second (after two quick files), so that it follows
+    the shortest of the three; the quick files fill the rest."""
 
-    def rank(item) -> int:
-        name = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
-        return SLOWEST_FILES.index(name) + 1 if name in SLOWEST_FILES else 0
+    def file_of(item) -> str:
+        return item.nodeid.split("::")[0].rsplit("/", 1)[-1]
 
-    items.sort(key=rank)
+    files = list(dict.fromkeys(file_of(item) for item in items))
+    slow = [name for name in SLOWEST_FILES if name in files]
+    quick = [name for name in files if name not in slow]
+    order = slow[:3] + quick[:2] + slow[3:] + quick[2:]
+    items.sort(key=lambda item: order.index(file_of(item)))
 
 
 def pytest_configure(config):

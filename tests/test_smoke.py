@@ -19,7 +19,7 @@ pytest.importorskip("jax", reason="run-smoke's JAX harness needs jax (pip instal
 if shutil.which("g++") is None:
     pytest.skip("cpu projects build with g++, which is not on PATH", allow_module_level=True)
 
-from test_smoke_support import append, checks, codes, new_project, numerics_checks, run_smoke  # noqa: E402
+from test_smoke_support import append, checks, codes, new_project, numerics_checks, one_arch, run_smoke  # noqa: E402
 
 pytestmark = pytest.mark.slow
 CPU_TEMPLATES = sorted(name for name, meta in scaffold.available_templates().items() if "cpu" in meta.get("platforms", ("cpu",)))
@@ -222,7 +222,7 @@ def test_op_that_never_calls_the_kernel_is_optimized_away(tmp_path):
 def test_hang_is_cut_by_the_timeout(tmp_path):
     project = new_project(tmp_path, "hangs")
     append(project / project.name / "jax.py", "import time\ntime.sleep(600)")
-    code, payload, _ = run_smoke(project, "--framework", "jax", "--timeout", "10")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--timeout", "6")
     assert code == EXIT_PROBLEM
     child = checks(payload)["child process"]
     assert child["ok"] is False and "timed out after" in child["detail"] and "during registration" in child["detail"]
@@ -275,8 +275,7 @@ def test_library_without_code_for_the_visible_gpu_is_arch_mismatch(tmp_path, mon
     from xlacc.report import Report
 
     scaffold.create(scaffold.NewRequest(name="old", platform="cuda", frameworks=["jax"], directory=tmp_path / "old"))
-    toml = tmp_path / "old" / "xlacc.toml"
-    toml.write_text(toml.read_text().replace('archs = "auto"', 'archs = ["sm_80"]').replace("ptx = true", "ptx = false"))
+    one_arch(tmp_path / "old", "sm_80")
     project = spec.load(tmp_path / "old")
     assert builder.build_spec(project).ok
     monkeypatch.setattr(toolchain, "visible_gpu_archs", lambda: ["sm_90"])
