@@ -252,23 +252,30 @@ class Backward:
     saved: tuple[Tensor, ...] = ()  # written by the forward as extra outputs, read by the backward
 
 
-def returned(outputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-    """What a call's bindings return: every output but scratch (which the kernel alone uses)."""
-    return tuple(t for t in outputs if not t.scratch)
+class _Operands:
+    """What a call's bindings return and which outputs it writes in place (Call and Spec alike)."""
 
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
 
-def returned_indices(outputs: tuple[Tensor, ...]) -> tuple[int, ...]:
-    return tuple(i for i, t in enumerate(outputs) if not t.scratch)
+    @property
+    def results(self) -> tuple[Tensor, ...]:
+        """Every output but scratch, which the kernel alone uses."""
+        return tuple(t for t in self.outputs if not t.scratch)
 
+    @property
+    def result_indices(self) -> tuple[int, ...]:
+        return tuple(i for i, t in enumerate(self.outputs) if not t.scratch)
 
-def in_place(inputs: tuple[Tensor, ...], outputs: tuple[Tensor, ...]) -> dict[int, int]:
-    """Input index -> output index of each output written in place (jax's input_output_aliases)."""
-    names = [t.name for t in inputs]
-    return {names.index(t.alias): i for i, t in enumerate(outputs) if t.alias is not None}
+    @property
+    def aliases(self) -> dict[int, int]:
+        """Input index -> output index of each output written in place (jax's input_output_aliases)."""
+        names = [t.name for t in self.inputs]
+        return {names.index(t.alias): i for i, t in enumerate(self.outputs) if t.alias is not None}
 
 
 @dataclass(frozen=True)
-class Call:
+class Call(_Operands):
     """One custom-call target of the op's library: the op itself, or its backward kernel. Each has
     its own entry points, launch function (``{name}_launch<T>``) and sharding rule."""
 
@@ -298,18 +305,6 @@ class Call:
     def launch(self) -> str:
         return f"{self.name}_launch"
 
-    @property
-    def results(self) -> tuple[Tensor, ...]:
-        return returned(self.outputs)
-
-    @property
-    def result_indices(self) -> tuple[int, ...]:
-        return returned_indices(self.outputs)
-
-    @property
-    def aliases(self) -> dict[int, int]:
-        return in_place(self.inputs, self.outputs)
-
 
 @dataclass(frozen=True)
 class Generated:
@@ -322,7 +317,7 @@ class Generated:
 
 
 @dataclass(frozen=True)
-class Spec:
+class Spec(_Operands):
     name: str
     target: str
     template: str
@@ -511,18 +506,6 @@ class Spec:
 
     def input(self, name: str) -> Tensor:
         return next(t for t in self.inputs if t.name == name)
-
-    @property
-    def results(self) -> tuple[Tensor, ...]:
-        return returned(self.outputs)
-
-    @property
-    def result_indices(self) -> tuple[int, ...]:
-        return returned_indices(self.outputs)
-
-    @property
-    def aliases(self) -> dict[int, int]:
-        return in_place(self.inputs, self.outputs)
 
     @property
     def signature_digest(self) -> str:
