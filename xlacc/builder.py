@@ -348,7 +348,7 @@ def _build(target: Target, options: Options) -> BuildResult:
         return _result(plan, False, started, checks, findings, notes)
     verify_checks, verify_findings = _verify(plan)
     plan.cache.save()
-    library = Check("library", True, _display(target.output, Path.cwd().resolve()))
+    library = Check("library", True, paths.shown(target.output, Path.cwd().resolve()))
     return _result(plan, cached, started, checks + [library] + verify_checks, findings + verify_findings, notes)
 
 
@@ -443,14 +443,6 @@ def _prepare(target: Target, options: Options) -> Plan:
     return Plan(target, compiler, command, archs, key, cache, checks)
 
 
-def _display(path: Path, root: Path) -> str:
-    """A path as the compiler should see it: relative to where it runs, when inside it."""
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
-
-
 def gencode_flags(archs: list[str], ptx: bool = True) -> list[str]:
     """SASS for every arch, and (unless ``ptx`` is off) PTX of the highest so newer GPUs can JIT it."""
     ptx_arch = _ptx_arch(archs) if ptx else None
@@ -474,11 +466,11 @@ def describe_archs(archs: list[str], ptx: bool = True) -> str:
 
 
 def compile_command(compiler: toolchain.Compiler, target: Target, archs: list[str], ffi_dir: Path | None) -> list[str]:
-    folders = [str(XLACC_INCLUDE), *(_display(d, target.root) for d in target.include_dirs), *([str(ffi_dir)] if ffi_dir else [])]
+    folders = [str(XLACC_INCLUDE), *(paths.shown(d, target.root) for d in target.include_dirs), *([str(ffi_dir)] if ffi_dir else [])]
     include = [arg for folder in folders for arg in ("-I", folder)]
     defines = [f"-D{d}" for d in target.defines]
-    sources = [_display(s, target.root) for s in target.sources]
-    output = ["-o", _display(target.output, target.root)]
+    sources = [paths.shown(s, target.root) for s in target.sources]
+    output = ["-o", paths.shown(target.output, target.root)]
     if compiler.kind == "nvcc":
         hide = list(NVCC_HIDE_SYMBOLS) if target.hide_symbols else []
         flags = [*NVCC_FLAGS, *hide, *gencode_flags(archs, target.ptx), *include, *defines, *NVCC_TRAILING_FLAGS, *target.flags]

@@ -29,6 +29,14 @@ def real(path: Path | str) -> Path:
     return Path(os.path.realpath(path))
 
 
+def shown(path: Path, root: Path) -> str:
+    """A path as a user (or a compiler run in ``root``) reads it: relative to ``root`` when inside it."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
 def is_inside(path: Path, root: Path) -> bool:
     """Whether the resolved ``path`` is ``root`` or below it (both already resolved)."""
     return path == root or root in path.parents

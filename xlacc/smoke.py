@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from xlacc import paths
 from xlacc import spec as spec_mod
 from xlacc.diagnosis import diagnose_output
 from xlacc.diagnosis.findings import make as make_finding
@@ -130,7 +131,7 @@ def build_if_stale(spec: spec_mod.Spec, report: Report) -> bool:
     report why not when it fails, or when the library holds no code for the visible GPU."""
     from xlacc import builder
 
-    library = _display(spec.library, spec.root)
+    library = paths.shown(spec.library, spec.root)
     result = builder.build_spec(spec)
     if not result.ok:
         report.checks += result.checks
@@ -153,13 +154,6 @@ def runs_on_visible_gpus(spec: spec_mod.Spec, report: Report) -> bool:
         report.add(Check(f"GPU code for {result.arch}", result.ok, result.reason))
         report.findings += [result.finding] if result.finding else []
     return all(result.ok for result in results)
-
-
-def _display(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
 
 
 # -- one framework --------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ Exit codes as the JAX harness: 0 passed; 1 a check failed; 3 a cuda project wher
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import os
 import statistics
 import sys
@@ -30,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from xlacc.diagnosis.rules.environment import package_version
 from xlacc.runtime import hlo
 from xlacc.runtime.harness import DEFAULT_SIZES, as_tuple, case_label, first_line, parse_args, spec_dtype
 from xlacc.runtime.harness_jax import JaxHarness, time_call
@@ -110,7 +110,7 @@ class TorchaxHarness(JaxHarness):
         if self.device is not None:
             jax.config.update("jax_default_device", self.device)
         self.env = torchax.default_env()
-        self.writer.data("versions", {name: _version(name) for name in ("torch", "torchax", "jax", "jaxlib")})
+        self.writer.data("versions", {name: package_version(name) for name in ("torch", "torchax", "jax", "jaxlib")})
 
     def check_registration(self) -> None:
         self.torch_ops = self.project.module("torch")
@@ -251,13 +251,6 @@ def bench_detail(label: str, result: dict[str, Any]) -> str:
 def _halved(array: np.ndarray) -> np.ndarray:
     """The op's result from the program's ``* 2`` (exact in every dtype)."""
     return (array // 2 if array.dtype.kind in "iu" else array / 2).astype(array.dtype)
-
-
-def _version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def main(argv: list[str] | None = None) -> int:

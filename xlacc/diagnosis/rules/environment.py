@@ -53,6 +53,10 @@ def package_version(name: str) -> str | None:
         return None
 
 
+def torch_xla_version() -> str | None:
+    return package_version("torch_xla") or package_version("torch-xla")
+
+
 def module_source_version(module: str) -> str | None:
     """The `__version__` written in a package's __init__.py, read without importing it (torchax's
     import pulls in torch and jax): what runs, where the metadata says what pip installed."""
@@ -211,7 +215,7 @@ def ffi_headers_section() -> Section:
 
 
 def torch_section() -> Section:
-    torch, torch_xla = package_version("torch"), package_version("torch_xla") or package_version("torch-xla")
+    torch, torch_xla = package_version("torch"), torch_xla_version()
     if torch_xla is None:
         return Section("torch_xla", f"not installed (torch {torch})" if torch else "not installed", skipped=True)
     section = Section("torch_xla", f"torch {torch or 'missing'}, torch_xla {torch_xla}")
@@ -258,7 +262,7 @@ def torchax_section(gpus: list | None) -> Section:
     section = Section("torchax", detail)
     running = module_source_version("torchax")
     if running and running != versions["torchax"]:
-        torch_xla = package_version("torch_xla") or package_version("torch-xla")
+        torch_xla = torch_xla_version()
         section.findings.append(
             make(
                 "torchax-shadowed",
