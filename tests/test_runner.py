@@ -88,6 +88,14 @@ def test_a_grandchild_holding_the_output_open_does_not_hold_the_parent(tmp_path)
     wait_gone(int(pid_file.read_text()))
 
 
+def test_a_child_that_exits_is_collected_at_once():
+    """Its output ends as it exits: no grace period is waited (it was 2 s per child)."""
+    started = time.monotonic()
+    result = run_python("print('done')")
+    assert result.returncode == 0 and "done" in result.output
+    assert time.monotonic() - started < 1.5
+
+
 def test_nonzero_exit_keeps_code_and_both_streams():
     result = run_python("import sys; print('out line'); print('err line', file=sys.stderr); sys.exit(7)")
     assert result.returncode == 7

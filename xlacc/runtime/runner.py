@@ -29,6 +29,7 @@ READ_BYTES = 64 * 1024
 # After the child exits, how long a process it left behind may keep its output open.
 EXIT_GRACE_SECONDS = 2.0
 POLL_SECONDS = 0.2
+EXIT_POLL_SECONDS = 0.01  # the output has ended: the exit is a moment away
 
 
 @dataclass
@@ -155,7 +156,9 @@ def _read_until_done(proc: subprocess.Popen, deadline: float, output: BoundedOut
             if exited_at is not None and now - exited_at > EXIT_GRACE_SECONDS:
                 return False
             if not selector.get_map():  # output closed: wait for the exit
-                time.sleep(min(POLL_SECONDS, deadline - now))
+                if exited_at is not None:
+                    return False
+                time.sleep(min(EXIT_POLL_SECONDS, deadline - now))
                 continue
             if selector.select(min(POLL_SECONDS, deadline - now)):
                 chunk = os.read(proc.stdout.fileno(), READ_BYTES)
