@@ -225,8 +225,10 @@ def check_grid(call, reference, seed: int = 0) -> list[dict]:
 
     rows = []
     groups = {64: (8, 8), 128: (32, 8), 256: (12, 1)}  # (num_heads, num_kv_heads): GQA 1, 4 and 12 (two CTAs per kv head)
-    # A few sequences, one of them long: split-KV; many sequences: one CTA per (sequence, kv head).
+    # A few sequences, one of them long, and one very long sequence: split-KV; many sequences: one
+    # CTA per (sequence, kv head).
     batches = {"split": lambda rng, block: np.concatenate([[1, 4096, 0, block * 3 + 5, block, 17], rng.integers(1, 4097, size=2)]),
+               "long": lambda rng, block: np.array([32000]),
                "whole": lambda rng, block: np.concatenate([[1, 0, block * 3 + 5], rng.integers(1, 200, size=197)])}  # fmt: skip
     for dtype in ("bf16", "f16", "f32"):
         for head_size in reference.HEAD_SIZES:

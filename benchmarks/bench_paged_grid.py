@@ -18,7 +18,10 @@ timed three ways in this one process:
 Each time is one call of a chain of R dependent calls in one jit (each output is the next
 query), queued back to back, so neither host dispatch nor launch gaps between jit calls are
 timed; R grows until a chain lasts about 0.3 ms. Everything is compiled (in threads) before
-anything is timed. KV bytes read per second are compared with a
+anything is timed. At each point the contenders take turns: each is warmed up, then in each of
+--rounds rounds every one is timed (median of --samples samples), the first one changing from
+round to round, and the median round is kept; Pallas's candidates are searched the same way
+first. KV bytes read per second are compared with a
 device-to-device copy measured in the same process (bytes read + written). Points whose caches do
 not fit in GPU memory are skipped and listed. The JSON is rewritten after every point.
 """
@@ -73,6 +76,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--compile-threads", type=int, default=16)
     parser.add_argument("--variant", default="", help="time this --variants build of bench_paged_attention.py instead of the default one")
     parser.add_argument("--only-xlacc", action="store_true", help="time xlacc alone (for comparing builds)")
+    parser.add_argument("--builds", default="", help="also time these --variants builds of bench_paged_attention.py (LABEL,...), "
+                        "in turns with the others: figures of separate processes drift more than builds differ")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds in which the contenders of a point take turns")
     return parser.parse_args(argv)
 
 
@@ -229,63 +235,94 @@ def random_operands(point: Point, layout: str, seed: int = 0) -> list:
     return [query, *caches, tables, lens]
 
 
-def measure_point(point: Point, compiled: dict, copy_gbps: float, samples: int) -> dict:
-    """xlacc and jnp on the xlacc layout, then every Pallas candidate on its own layout."""
+def interleaved(contenders: dict, point: Point, samples: int, rounds: int) -> dict[str, float]:
+    """Microseconds per call of each contender ((executable, operands) by label): each is warmed
+    up, then every round times each once, starting one later each round, and the median round
+    counts. A contender timed first after a pause ran on a GPU still raising its clocks: timed
+    alone, one after another, whoever went first lost up to 40% at the small points."""
+    labels = list(contenders)
+    for exe, args in contenders.values():
+        time_chain(exe, args, point, 1)
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    for turn in range(rounds):
+        for label in labels[turn % len(labels) :] + labels[: turn % len(labels)]:
+            exe, args = contenders[label]
+            times[label].append(time_chain(exe, args, point, samples) * 1e6)
+    return {label: statistics.median(values) for label, values in times.items()}
+
+
+def measure_point(point: Point, compiled: dict, copy_gbps: float, samples: int, rounds: int) -> dict:
+    """xlacc (and --builds) and jnp on the xlacc layout, Pallas's best candidate on its own layout,
+    timed in turns (see interleaved); where the caches fit only once, Pallas is timed after."""
     import jax
 
     row: dict = {**asdict(point), "kv_bytes": point.kv_bytes, "chain": point.chain}
     if point.kv_bytes > 0.9 * free_bytes():
         return row | {"skipped": f"the caches ({point.kv_bytes / 1e9:.1f} GB) do not fit in the {free_bytes() / 1e9:.1f} GB free"}
     operands = random_operands(point, "xlacc")
-    row["xlacc_us"] = time_chain(compiled["xlacc"], operands, point, samples) * 1e6
-    row["xlacc_copy_share"] = point.kv_bytes / (row["xlacc_us"] * 1e-6) / 1e9 / copy_gbps
-    if "jnp" not in compiled:
-        return row
-    jnp_exe, jnp_temp = compiled["jnp"]
-    if jnp_temp > 0.9 * free_bytes():
-        row["jnp_skipped"] = f"XLA's temporaries ({jnp_temp / 1e9:.1f} GB) do not fit"
-    else:
-        row["jnp_us"] = time_chain(jnp_exe, operands, point, samples) * 1e6
+    contenders = {"xlacc": (compiled["xlacc"], operands), **{f"build {label}": (exe, operands) for label, exe in compiled["builds"].items()}}
+    if "jnp" in compiled:
+        jnp_exe, jnp_temp = compiled["jnp"]
+        if jnp_temp > 0.9 * free_bytes():
+            row["jnp_skipped"] = f"XLA's temporaries ({jnp_temp / 1e9:.1f} GB) do not fit"
+        else:
+            contenders["jnp"] = (jnp_exe, operands)
+    if "pallas" not in compiled:  # --only-xlacc
+        return row | figures(interleaved(contenders, point, samples, rounds), point, copy_gbps)
     # Pallas reads the same data transposed where there is room for both layouts (and the outputs
-    # are compared); otherwise a random cache of its own layout.
+    # are compared); otherwise a random cache of its own layout, timed once ours are gone.
     check = point.kv_bytes < 0.85 * free_bytes()
+    if check and "jnp" in contenders and jnp_temp + point.kv_bytes > 0.85 * free_bytes():  # not beside Pallas's layout
+        row["jnp_us"] = interleaved({"xlacc": contenders["xlacc"], "jnp": contenders.pop("jnp")}, point, samples, rounds)["jnp"]
     if check:
         ours = compiled["xlacc_once"](*operands)
         scale = 1.0 / math.sqrt(point.head_size)
         to_pages = jax.jit(lambda c: c.transpose(2, 0, 1, 3))
         pallas_operands = [operands[0] * scale, to_pages(operands[1]), to_pages(operands[2]), operands[3], operands[4]]
-    del operands
-    if not check:
+    else:
+        row |= figures(interleaved(contenders, point, samples, rounds), point, copy_gbps)
+        contenders = {}
+        del operands
         pallas_operands = random_operands(point, "pallas")
     if compiled["pallas_refused"]:
         row["pallas_refused"] = compiled["pallas_refused"]
-    timings = {}
-    for config, exe in compiled["pallas"].items():
-        timings[config] = time_chain(exe, pallas_operands, point, samples) * 1e6
-    best = min(timings, key=timings.get)
-    row.update(pallas_us=timings[best], pallas_config={"k_splits": best[0], "pages_per_compute_block": best[1]},
-               pallas_candidates={f"{k}x{b}": us for (k, b), us in timings.items()})  # fmt: skip
+    candidates = interleaved({config: (exe, pallas_operands) for config, exe in compiled["pallas"].items()}, point, samples, 1)
+    best = min(candidates, key=candidates.get)
+    row.update(pallas_config={"k_splits": best[0], "pages_per_compute_block": best[1]},
+               pallas_candidates={f"{k}x{b}": us for (k, b), us in candidates.items()})  # fmt: skip
+    contenders["pallas"] = (compiled["pallas"][best], pallas_operands)
+    row |= figures(interleaved(contenders, point, samples, rounds), point, copy_gbps)
     if check:
         theirs = compiled["pallas_once"][best](*pallas_operands)
         row["max_abs_diff_vs_pallas"] = float(jax.numpy.max(jax.numpy.abs(ours.astype(np.float32) - theirs.astype(np.float32))))
-    del pallas_operands
-    kv_gbps = point.kv_bytes / (row["xlacc_us"] * 1e-6) / 1e9
-    row.update(xlacc_gbps=kv_gbps, xlacc_copy_share=kv_gbps / copy_gbps, vs_pallas=row["pallas_us"] / row["xlacc_us"])
-    row["pallas_copy_share"] = point.kv_bytes / (row["pallas_us"] * 1e-6) / 1e9 / copy_gbps
+    row.update(vs_pallas=row["pallas_us"] / row["xlacc_us"], pallas_copy_share=point.kv_bytes / (row["pallas_us"] * 1e-6) / 1e9 / copy_gbps)
     if "jnp_us" in row:
         row["vs_jnp"] = row["jnp_us"] / row["xlacc_us"]
     return row
 
 
-def compile_point(point: Point, xlacc_op, reference, pallas, args, sms: int) -> dict:
+def figures(times: dict[str, float], point: Point, copy_gbps: float) -> dict:
+    """The row's fields for timed contenders: us per call, and xlacc's KV bytes per second."""
+    row = {f"{label}_us": us for label, us in times.items() if not label.startswith("build ")}
+    builds = {label.removeprefix("build "): us for label, us in times.items() if label.startswith("build ")}
+    if builds:
+        row["builds_us"] = {"default": times["xlacc"], **builds}
+    if "xlacc" in times:
+        row["xlacc_gbps"] = point.kv_bytes / (times["xlacc"] * 1e-6) / 1e9
+        row["xlacc_copy_share"] = row["xlacc_gbps"] / copy_gbps
+    return row
+
+
+def compile_point(point: Point, xlacc_op, reference, pallas, args, sms: int, builds: dict) -> dict:
     """Every executable a point needs, compiled ahead (in a worker thread while earlier points run)."""
     import jax
     import jax.numpy as jnp
 
     scale = 1.0 / math.sqrt(point.head_size)
     ours = functools.partial(xlacc_op, scale=scale)
+    compiled_builds = {label: compile_chain(functools.partial(call, scale=scale), point, "xlacc") for label, call in builds.items()}
     if args.only_xlacc:
-        return {"xlacc": compile_chain(ours, point, "xlacc")}
+        return {"xlacc": compile_chain(ours, point, "xlacc"), "builds": compiled_builds}
     jnp_exe = compile_chain(functools.partial(reference.reference, scale=scale, xp=jnp), point, "xlacc")
     analysis = jnp_exe.memory_analysis()
     configs = pallas_configs(point, sms, [int(b) for b in args.pallas_blocks.split(",")], args.pallas_k_window)
@@ -303,6 +340,7 @@ def compile_point(point: Point, xlacc_op, reference, pallas, args, sms: int) -> 
         "pallas": pallas_exes,
         "pallas_refused": refused,
         "pallas_once": {c: jax.jit(candidates[c]) for c in pallas_exes},
+        "builds": compiled_builds,
     }
 
 
@@ -320,13 +358,14 @@ def summary_line(row: dict) -> str:
     point = Point(**{k: row[k] for k in ("num_seqs", "context", "num_kv_heads", "dtype", "head_size", "num_heads")})
     if "skipped" in row or "not_run" in row:
         return f"{point.label}: {row.get('skipped') or row.get('not_run')}"
+    builds = "  " + " ".join(f"{label} {us:.1f}" for label, us in row["builds_us"].items()) if "builds_us" in row else ""
     if "pallas_us" not in row:
-        return f"{point.label} {row['kv_bytes'] / 2**20:9.1f} MiB  xlacc {row['xlacc_us']:9.1f} us {100 * row['xlacc_copy_share']:5.1f}%"
+        return f"{point.label} {row['kv_bytes'] / 2**20:9.1f} MiB  xlacc {row['xlacc_us']:9.1f} us {100 * row['xlacc_copy_share']:5.1f}%{builds}"
     config = row["pallas_config"]
     jnp_text = f"{row['jnp_us']:9.1f}" if "jnp_us" in row else "        -"
     return (f"{point.label} {row['kv_bytes'] / 2**20:9.1f} MiB  xlacc {row['xlacc_us']:9.1f} us {100 * row['xlacc_copy_share']:5.1f}%  "
             f"pallas {row['pallas_us']:9.1f} ({config['k_splits']:>3}x{config['pages_per_compute_block']:<2})  jnp {jnp_text}  "
-            f"{row['vs_pallas']:5.2f}x pallas")  # fmt: skip
+            f"{row['vs_pallas']:5.2f}x pallas{builds}")  # fmt: skip
 
 
 def goals(rows: list[dict]) -> dict:
@@ -382,6 +421,9 @@ def main(argv=None) -> int:
     ops.register()
     xlacc_op = getattr(ops, base.NAME)
     sms = int(getattr(jax.devices()[0], "core_count", 0) or 132)
+    labels = [label for label in args.builds.split(",") if label.strip()]
+    scratch = base.scratch_shape(project)
+    builds = {label: base.register(project / "build" / f"lib{base.NAME}_{label}.so", f"{base.NAME}_{label}", f"xlacc_{base.NAME}_ffi", scratch) for label in labels}
     copy = base.copy_gbps(10, 5)  # before anything else takes GPU memory
     copy_limit = max(copy.values())
     report = {"environment": base.environment(), "command": " ".join(sys.argv), "copy_gbps": copy, "sms": sms, "rows": []}
@@ -390,7 +432,7 @@ def main(argv=None) -> int:
     points = sorted(grid_points(args), key=lambda p: p.kv_bytes)
     # Everything compiles first, in threads: compiling while timing would slow the host's dispatch.
     with ThreadPoolExecutor(max_workers=args.compile_threads) as pool:
-        compiled = list(pool.map(lambda p: compile_or_error(p, xlacc_op, reference, pallas_module.paged_attention, args, sms), points))
+        compiled = list(pool.map(lambda p: compile_or_error(p, xlacc_op, reference, pallas_module.paged_attention, args, sms, builds), points))
     print(f"[{time.perf_counter() - started:6.1f} s] compiled {len(points)} points", flush=True)
     for point, executables in zip(points, compiled):
         if time.perf_counter() - started > args.budget:
@@ -399,7 +441,7 @@ def main(argv=None) -> int:
             row = {**asdict(point), "kv_bytes": point.kv_bytes, "skipped": executables}
         else:
             try:
-                row = measure_point(point, executables, copy_limit, args.samples)
+                row = measure_point(point, executables, copy_limit, args.samples, args.rounds)
             except Exception as exc:  # an out-of-memory point is reported, the grid goes on
                 row = {**asdict(point), "kv_bytes": point.kv_bytes, "skipped": f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
         report["rows"].append(row)
