@@ -28,16 +28,15 @@ from xlacc.builder import XLACC_INCLUDE
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = scaffold.available_templates()
 
-# (api, frameworks): typed FFI alone, legacy alone (through JAX), both entry points in one
-# library, and the torch_xla-only legacy library (no jax_ops.py).
-API_FRAMEWORKS = [
-    ("ffi", ("jax",)),
-    ("legacy", ("jax",)),
-    ("ffi", ("jax", "torch-xla")),
-    ("legacy", ("torch-xla",)),
-]
-# One nvcc compile per template and api, with every entry point the api can carry.
-CUDA_API_FRAMEWORKS = [("ffi", ("jax", "torch-xla")), ("legacy", ("jax", "torch-xla"))]
+# (api, frameworks) every template is built and tested with: both entry points in one library
+# (what `xlacc new` makes by default) and the legacy one alone, through JAX.
+API_FRAMEWORKS = [("ffi", ("jax", "torch-xla")), ("legacy", ("jax",))]
+# The other libraries differ only in the entry-point file xlacc generates from the spec (the
+# kernel is the same file, and the costly part of a build): one template shows each of them.
+ONE_TEMPLATE = "add"
+SINGLE_ENTRY_API_FRAMEWORKS = {"cpu": [("ffi", ("jax",)), ("legacy", ("torch-xla",))], "cuda": [("legacy", ("jax", "torch-xla"))]}
+# On CUDA, one nvcc compile per template carries both entry points.
+CUDA_API_FRAMEWORKS = [("ffi", ("jax", "torch-xla"))]
 # A blank op with several inputs, outputs and attributes, generic over two element types.
 BLANK_SIGNATURE = {
     "dtypes": ["f32", "bf16"],
@@ -89,6 +88,7 @@ def _combos(platform: str, api_frameworks) -> list[Combo]:
         if platform in _platforms(template)
         for api, frameworks in api_frameworks
     ]
+    combos += [Combo(ONE_TEMPLATE, platform, api, frameworks) for api, frameworks in SINGLE_ENTRY_API_FRAMEWORKS[platform]]
     if "blank" in TEMPLATES:
         combos += [Combo("blank", platform, api, ("jax", "torch-xla"), signature=True) for api in specmod.APIS]
     return combos
@@ -97,6 +97,11 @@ def _combos(platform: str, api_frameworks) -> list[Combo]:
 CPU_COMBOS = _combos("cpu", API_FRAMEWORKS)
 CPU_JAX_COMBOS = [c for c in CPU_COMBOS if c.runs_jax]
 CUDA_COMBOS = _combos("cuda", CUDA_API_FRAMEWORKS)
+
+
+def through_jax(template: str, api: str) -> Combo:
+    """The CPU combo whose library JAX calls through `api`'s entry point, for `template`."""
+    return next(c for c in CPU_JAX_COMBOS if (c.template, c.api, c.signature) == (template, api, False))
 
 
 # -- toolchain --------------------------------------------------------------------------------------
@@ -306,7 +311,7 @@ print("last_error:", jax_ops.last_error())
 @pytest.mark.parametrize("template", [t for t in ("add", "rms-norm", "blank") if t in TEMPLATES])
 def test_cpu_legacy_failure_is_visible_under_jax(cpu_projects, template):
     """XLA's status callback is unreachable under JAX: the failure must reach stderr and last_error()."""
-    project = cpu_projects[Combo(template, "cpu", "legacy", ("jax",))]
+    project = cpu_projects[through_jax(template, "legacy")]
     project.require_built()
     first = project.spec.inputs[0].name
     script = LEGACY_FAILURE_SCRIPT.format(name=project.spec.name, n_inputs=len(project.spec.inputs), config=f"{first}.shape=4")
@@ -336,7 +341,7 @@ print("ok")
 @pytest.mark.skipif("rms-norm" not in TEMPLATES, reason="no rms-norm template")
 @pytest.mark.parametrize("api", specmod.APIS)
 def test_cpu_rms_norm_flattens_leading_dims_and_passes_eps(cpu_projects, api):
-    project = cpu_projects[Combo("rms-norm", "cpu", api, ("jax",))]
+    project = cpu_projects[through_jax("rms-norm", api)]
     project.require_built()
     result = run_python(["-c", RMS_NORM_LEADING_DIMS_SCRIPT.format(name=project.spec.name)], project.root)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
@@ -358,7 +363,7 @@ print("ok")
 @pytest.mark.parametrize("api", specmod.APIS)
 def test_cpu_add_under_vmap_computes_every_example(cpu_projects, api):
     """A legacy call's backend_config holds unbatched shapes: vmap must not batch the call itself."""
-    project = cpu_projects[Combo("add", "cpu", api, ("jax",))]
+    project = cpu_projects[through_jax("add", api)]
     project.require_built()
     result = run_python(["-c", VMAP_SCRIPT.format(name=project.spec.name)], project.root)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-3000:]
