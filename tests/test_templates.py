@@ -21,7 +21,7 @@ from xml.etree import ElementTree
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from xlacc import scaffold, transforms
+from xlacc import fatbin, scaffold, transforms
 from xlacc import spec as specmod
 from xlacc.builder import XLACC_INCLUDE
 
@@ -375,9 +375,11 @@ def test_cpu_add_under_vmap_computes_every_example(cpu_projects, api):
 @pytest.mark.slow
 @pytest.mark.parametrize("combo", CUDA_COMBOS, ids=_ids(CUDA_COMBOS))
 def test_cuda_library_exports_exactly_the_entry_points(cuda_projects, combo):
+    """Nothing else: the kernels stay hidden; and the library carries code for the arch it was built for."""
     project = cuda_projects[combo]
     project.require_built()
     assert exported_functions(project.spec.library) == set(project.spec.entry_points)
+    assert fatbin.runs_on(fatbin.read_fatbin(project.spec.library), "sm_90").ok
 
 
 @pytest.mark.slow
