@@ -21,7 +21,9 @@ timed; R grows until a chain lasts about 0.3 ms. Everything is compiled (in thre
 anything is timed. At each point the contenders take turns: each is warmed up, then in each of
 --rounds rounds every one is timed (median of --samples samples), the first one changing from
 round to round, and the median round is kept; Pallas's candidates are searched the same way
-first. KV bytes read per second are compared with a
+first. A sample queues chains for --sample-ms: each sample starts on an idle GPU and pays a
+fixed cost the calls do not (3 ms samples timed the same chains 2-34% slower than 12 ms ones at
+the 64 MiB points). KV bytes read per second are compared with a
 device-to-device copy measured in the same process (bytes read + written). Points whose caches do
 not fit in GPU memory are skipped and listed. The JSON is rewritten after every point.
 """
@@ -52,7 +54,7 @@ import bench_paged_attention as base  # noqa: E402
 BLOCK_SIZE = 16
 GOAL_VS_PALLAS, GOAL_COPY_SHARE, GOAL_MIN_BYTES = 1.0, 0.75, 64 << 20
 CHAIN_MICROSECONDS = 300.0  # a chain of R calls lasts about this long
-SAMPLE_SECONDS = 0.003  # each sample queues chains for about this long
+SAMPLE_SECONDS = 0.012  # each sample queues chains for about this long (--sample-ms)
 ITEMSIZE = {"bf16": 2, "f16": 2, "f32": 4}
 
 
@@ -71,7 +73,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--other-shape", default="16x8192", help="SEQSxCONTEXT of the other head sizes (GQA of the first --kv-heads)")
     parser.add_argument("--pallas-blocks", default="4,8,16", help="pages_per_compute_block candidates")
     parser.add_argument("--pallas-k-window", type=int, default=3, help="k_splits candidates around the one that fills the SMs")
-    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--sample-ms", type=float, default=SAMPLE_SECONDS * 1e3, help="how long each sample queues chains")
     parser.add_argument("--budget", type=float, default=540.0, help="seconds; points left when it runs out are listed as not run")
     parser.add_argument("--compile-threads", type=int, default=16)
     parser.add_argument("--variant", default="", help="time this --variants build of bench_paged_attention.py instead of the default one")
@@ -406,6 +409,8 @@ def main(argv=None) -> int:
         print(markdown(json.loads(Path(sys.argv[2]).read_text())))
         return 0
     args = parse_args(argv)
+    global SAMPLE_SECONDS
+    SAMPLE_SECONDS = args.sample_ms / 1e3
     started = time.perf_counter()
     import jax
     from jax.experimental.pallas.ops.gpu import paged_attention as pallas_module
