@@ -3,14 +3,16 @@ first, spread so that the three workers end together; under xdist, a line per fi
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
+import tempfile
 from collections import Counter, defaultdict
 
 import pytest
 
-from xlacc import toolchain
+from xlacc import builder, toolchain
 
 
 def _gpu_visible() -> bool:
@@ -55,6 +57,7 @@ def _slowest_files_first(items: list) -> None:
 
 
 def pytest_configure(config):
+    _share_built_libraries(config)
     # A suite started in the background of a script (`pytest &`) inherits SIGINT ignored, and so
     # would every xlacc it starts: the tests that press Ctrl-C need it delivered, as in a terminal.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
@@ -62,6 +65,17 @@ def pytest_configure(config):
     distributed = config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
     if distributed and not hasattr(config, "workerinput") and config.get_verbosity() <= 0:
         config.pluginmanager.register(FileProgress(config), "xlacc-file-progress")
+
+
+def _share_built_libraries(config) -> None:
+    """One $XLACC_CACHE_DIR for the whole run (xdist's workers inherit it from the controller): the
+    many tests that build the same generated project compile it once. test_builder, which is about
+    compiling, turns it off."""
+    if hasattr(config, "workerinput"):
+        return
+    folder = tempfile.mkdtemp(prefix="xlacc-test-builds-")
+    os.environ[builder.SHARED_CACHE_ENV] = folder
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 class FileProgress:

@@ -84,6 +84,12 @@ def have_nvcc() -> bool:
 needs_nvcc = pytest.mark.skipif(not have_nvcc(), reason="no nvcc on this machine")
 
 
+@pytest.fixture(autouse=True)
+def no_shared_cache(monkeypatch):
+    """These tests are about compiling: the suite's shared $XLACC_CACHE_DIR (conftest.py) stays out."""
+    monkeypatch.delenv(builder.SHARED_CACHE_ENV, raising=False)
+
+
 @pytest.fixture
 def in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -284,6 +290,42 @@ def test_user_warnings_are_reported_and_the_build_succeeds(in_tmp):
     assert report.code() == 0
     (finding,) = [f for f in report.findings if f.code == "compiler-warning"]
     assert finding.severity == "warning" and 'w.cc:1:2: warning: #warning "check me"' in finding.evidence
+
+
+def test_a_library_built_elsewhere_comes_from_the_shared_cache(tmp_path, monkeypatch):
+    """$XLACC_CACHE_DIR: the same file in another folder is copied, not compiled, and reports the
+    warning its compile printed; a changed source compiles, and so does --force."""
+    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(tmp_path / "shared"))
+    text = '#warning "check me"\n' + CPU_SOURCE
+    first = write(tmp_path / "one" / "w.cc", text)
+    monkeypatch.chdir(first.parent)
+    assert checks_by_name(builder.run(request(first, symbols=["xk_add"])))["compile"].detail.startswith("compiled in")
+    second = write(tmp_path / "two" / "w.cc", text)
+    monkeypatch.chdir(second.parent)
+    compiled = []
+    real_run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda command, *a, **k: compiled.append(command) or real_run(command, *a, **k))
+    report = builder.run(request(second, symbols=["xk_add"]))
+    assert report.code() == 0 and not [c for c in compiled if "-shared" in c], compiled
+    assert "copied from $XLACC_CACHE_DIR" in checks_by_name(report)["compile"].detail
+    assert checks_by_name(report)["symbol xk_add"].ok  # verified like a compiled one
+    assert [f.code for f in report.findings] == ["compiler-warning"]
+    assert ctypes.CDLL(str(second.parent / "build" / "libw.so")).xk_add(2, 3) == 5
+    compiled.clear()
+    assert builder.run(request(second, symbols=["xk_add"], force=True)).code() == 0 and [c for c in compiled if "-shared" in c]
+    second.write_text(text + "int other() { return 0; }\n")
+    assert "compiled in" in checks_by_name(builder.run(request(second, symbols=["xk_add"])))["compile"].detail
+
+
+def test_an_unwritable_shared_cache_only_costs_the_copy(in_tmp, monkeypatch):
+    blocker = write(in_tmp / "not-a-folder", "a file where the cache folder should be")
+    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(blocker))
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    for _ in range(2):
+        report = builder.run(request(source, symbols=["xk_add"]))
+        assert report.code() == 0 and checks_by_name(report)["compile"].detail.startswith("compiled in")
+        shutil.rmtree(in_tmp / "build")
+    assert blocker.read_text() == "a file where the cache folder should be"
 
 
 def test_compiler_messages_sort_errors_and_hide_xla_header_warnings():

@@ -19,7 +19,7 @@ pytest.importorskip("jax", reason="run-smoke's JAX harness needs jax (pip instal
 if shutil.which("g++") is None:
     pytest.skip("cpu projects build with g++, which is not on PATH", allow_module_level=True)
 
-from test_smoke_support import append, checks, codes, new_project, numerics_checks, one_arch, run_smoke  # noqa: E402
+from test_smoke_support import append, checks, codes, new_project, numerics_checks, run_smoke  # noqa: E402
 
 pytestmark = pytest.mark.slow
 CPU_TEMPLATES = sorted(name for name, meta in scaffold.available_templates().items() if "cpu" in meta.get("platforms", ("cpu",)))
@@ -67,7 +67,7 @@ def test_every_dtype_of_a_generic_op_passes_with_its_tolerance(tmp_path):
 
 
 def test_bench_times_custom_call_and_xla_in_one_run(tmp_path):
-    project = new_project(tmp_path, "benched")
+    project = new_project(tmp_path, "add_ffi")
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES, "--bench")
     assert code == EXIT_OK, payload
     bench = payload["bench"]
@@ -83,7 +83,7 @@ def test_bench_times_custom_call_and_xla_in_one_run(tmp_path):
 
 
 def test_add_sharded_over_two_host_devices_runs_once_per_shard_and_benches(tmp_path):
-    project = new_project(tmp_path, "sharded_add")
+    project = new_project(tmp_path, "add_ffi")
     code, payload, _ = run_smoke(project, "--framework", "jax", "--devices", "2", "--sizes", "1,65536", "--bench")
     assert code == EXIT_OK, payload
     by_name = checks(payload)
@@ -100,7 +100,7 @@ def test_add_sharded_over_two_host_devices_runs_once_per_shard_and_benches(tmp_p
     ("paged-attention", ["sharded along s over 2 devices", "sharded along k over 2 devices", "split query dim 2 (d)"]),
 ])
 def test_each_free_factor_splits_and_a_whole_one_is_refused(tmp_path, template, checked):
-    project = new_project(tmp_path, template.replace("-", "_"), template=template)
+    project = new_project(tmp_path, f"{template.replace('-', '_')}_ffi", template=template)
     code, payload, _ = run_smoke(project, "--framework", "jax", "--devices", "2", "--sizes", "1,20000")
     assert code == EXIT_OK, payload
     by_name = checks(payload)
@@ -110,7 +110,7 @@ def test_each_free_factor_splits_and_a_whole_one_is_refused(tmp_path, template, 
 
 
 def test_op_without_a_sharding_rule_is_gathered_and_diagnosed(tmp_path):
-    project = new_project(tmp_path, "gathered")
+    project = new_project(tmp_path, "add_ffi")
     spec_file = project / "xlacc.toml"
     spec_file.write_text(re.sub(r"# How the op may be split.*?\nwhole = \[[^\]]*\]\n", "", spec_file.read_text(), flags=re.DOTALL))
     from xlacc import update
@@ -130,7 +130,7 @@ def test_legacy_entry_point_registered_as_typed_ffi_fails_at_registration(tmp_pa
     """XLA calls the function as a typed handler to read its metadata: the process dies (SIGSEGV)
     or XLA reports garbage (`Fetching XLA FFI metadata failed`), depending on what the function
     does with arguments it never got. Either way the registration is named before XLA sees it."""
-    project = new_project(tmp_path, "legacy_as_ffi", api="legacy")
+    project = new_project(tmp_path, "add_legacy", api="legacy")
     append(project / project.name / "jax.py", "REGISTER_API_VERSION = 1  # typed FFI registry, legacy function")
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
     assert code == EXIT_PROBLEM
@@ -169,7 +169,7 @@ def test_kernel_that_crashes_is_diagnosed_not_raised(tmp_path):
 
 
 def test_platform_string_jax_queues_silently(tmp_path):
-    project = new_project(tmp_path, "queued")
+    project = new_project(tmp_path, "add_ffi")
     append(project / project.name / "jax.py", 'PLATFORM = "GPU"  # queued by jax, never applied')
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
     assert code == EXIT_PROBLEM
@@ -193,7 +193,7 @@ def test_kernel_that_writes_zeros_fails_numerics(tmp_path):
 
 
 def test_reference_that_disagrees_fails_numerics_with_the_error(tmp_path):
-    project = new_project(tmp_path, "disagrees")
+    project = new_project(tmp_path, "add_ffi")
     append(
         project / project.name / "reference.py",
         """
@@ -213,8 +213,8 @@ def reference(*operands, xp=np, **attrs):
 
 
 def test_op_that_never_calls_the_kernel_is_optimized_away(tmp_path):
-    project = new_project(tmp_path, "folded")
-    append(project / project.name / "jax.py", "def folded(x, y):\n    return jax.numpy.zeros_like(x)")
+    project = new_project(tmp_path, "add_ffi")
+    append(project / project.name / "jax.py", f"def {project.name}(x, y):\n    return jax.numpy.zeros_like(x)")
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
     assert code == EXIT_PROBLEM
     assert checks(payload)["lowering"]["ok"] is False
@@ -222,7 +222,7 @@ def test_op_that_never_calls_the_kernel_is_optimized_away(tmp_path):
 
 
 def test_hang_is_cut_by_the_timeout(tmp_path):
-    project = new_project(tmp_path, "hangs")
+    project = new_project(tmp_path, "add_ffi")
     append(project / project.name / "jax.py", "import time\ntime.sleep(600)")
     code, payload, _ = run_smoke(project, "--framework", "jax", "--timeout", "6")
     assert code == EXIT_PROBLEM
@@ -231,7 +231,7 @@ def test_hang_is_cut_by_the_timeout(tmp_path):
 
 
 def test_usage_errors_are_one_line(tmp_path):
-    project = new_project(tmp_path, "usage")
+    project = new_project(tmp_path, "add_ffi")
     for flags, message in ((["--framework", "torch-xla"], "not generated for torch-xla"),
                            (["--framework", "tf"], "unknown framework"),
                            (["--sizes", "0"], "--sizes"),
@@ -261,7 +261,7 @@ def test_cuda_project_without_a_gpu_checks_what_it_can_and_exits_3(tmp_path):
         has_gpu = False
     if has_gpu:
         pytest.skip("a GPU is visible: this test is about machines without one")
-    project = new_project(tmp_path, "on_gpu", platform="cuda")
+    project = new_project(tmp_path, "on_gpu", platform="cuda", arch="sm_80")  # the next test's library
     code, payload, _ = run_smoke(project, "--framework", "jax")
     assert code == EXIT_NEEDS_GPU, payload
     by_name = checks(payload)
@@ -273,12 +273,10 @@ def test_cuda_project_without_a_gpu_checks_what_it_can_and_exits_3(tmp_path):
 
 def test_library_without_code_for_the_visible_gpu_is_arch_mismatch(tmp_path, monkeypatch):
     """What a Hopper GPU meets with an sm_80-only build: stopped before any launch, with the reason."""
-    from xlacc import builder, scaffold, smoke, spec, toolchain
+    from xlacc import builder, smoke, spec, toolchain
     from xlacc.report import Report
 
-    scaffold.create(scaffold.NewRequest(name="old", platform="cuda", frameworks=["jax"], directory=tmp_path / "old"))
-    one_arch(tmp_path / "old", "sm_80")
-    project = spec.load(tmp_path / "old")
+    project = spec.load(new_project(tmp_path, "on_gpu", platform="cuda", arch="sm_80"))
     assert builder.build_spec(project).ok
     monkeypatch.setattr(toolchain, "visible_gpu_archs", lambda: ["sm_90"])
     report = Report("t")
@@ -293,7 +291,7 @@ def test_a_framework_that_is_not_installed_is_skipped_with_its_install(tmp_path,
     run still passes; with no framework installed at all nothing could be proved, and it fails."""
     from xlacc import smoke
 
-    project = new_project(tmp_path, "half", frameworks=("jax", "torch-xla"))
+    project = new_project(tmp_path, "add_ffi", frameworks=("jax", "torch-xla"))
     request = smoke.SmokeRequest(project, None, [1, 1001], 0, None, None, 120.0, False)
     monkeypatch.setitem(smoke.FRAMEWORK_PACKAGES, "torch-xla", (("torch", "no_torch_xla_here"), "pip install -e '.[torch-xla]'"))
     report = smoke.run(request)

@@ -15,8 +15,12 @@ from xlacc.report import EXIT_OK
 REPO = Path(__file__).resolve().parents[1]
 
 
+# The suite builds through one $XLACC_CACHE_DIR (conftest.py): projects with the same name,
+# template, api and dtypes compile once per run. A test that changes only Python files (or the spec's
+# sharding) names its project after those (add_ffi, add_legacy, rms_norm_ffi, ...); one that changes
+# C++ gets a name of its own, though a changed source would miss the shared copy anyway.
 def new_project(root: Path, name: str, *, template: str = "add", api: str = "ffi", platform: str = "cpu",
-                frameworks: tuple[str, ...] = ("jax",), dtypes: tuple[str, ...] = ()) -> Path:
+                frameworks: tuple[str, ...] = ("jax",), dtypes: tuple[str, ...] = (), arch: str = "sm_90") -> Path:
     directory = root / name
     report = scaffold.create(
         scaffold.NewRequest(name=name, template=template, platform=platform, api=api, frameworks=list(frameworks),
@@ -24,7 +28,7 @@ def new_project(root: Path, name: str, *, template: str = "add", api: str = "ffi
     )
     assert report.code() == EXIT_OK, [c for c in report.checks if not c.ok]
     if platform == "cuda":
-        one_arch(directory)
+        one_arch(directory, arch)
     return directory
 
 

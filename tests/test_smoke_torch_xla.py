@@ -48,7 +48,7 @@ def torch_xla_project(root: Path, name: str, template: str = "add", platform: st
 
 @pytest.mark.parametrize("template,platform", CASES)
 def test_every_template_lowers_to_its_custom_call(tmp_path, template, platform):
-    project = torch_xla_project(tmp_path, f"{template.replace('-', '_')}_{platform}", template, platform)
+    project = torch_xla_project(tmp_path, f"{template.replace('-', '_')}_{'legacy' if platform == 'cpu' else platform}", template, platform)
     code, payload, _ = run_smoke(project, "--framework", "torch-xla", *(["--sizes", SMALL_SIZES] if platform == "cpu" else []))
     by_name = checks(payload)
     for name in LOWERING_CHECKS:
@@ -72,7 +72,7 @@ def test_every_template_lowers_to_its_custom_call(tmp_path, template, platform):
 
 
 def test_swapped_operands_are_caught(tmp_path):
-    project = torch_xla_project(tmp_path, "swapped")
+    project = torch_xla_project(tmp_path, "add_legacy")
     ops = project / project.name / "torch.py"
     source, count = re.subn(r"\[x, y\],(\s*#)", r"[y, x],\1", ops.read_text())
     assert count == 1, "the add template's _xla_custom_call operand list changed: update this edit"
@@ -85,7 +85,7 @@ def test_swapped_operands_are_caught(tmp_path):
 
 
 def test_constant_backend_config_is_a_hardcoded_size(tmp_path):
-    project = torch_xla_project(tmp_path, "constant")
+    project = torch_xla_project(tmp_path, "add_legacy")
     append(project / project.name / "torch.py", 'def backend_config(*tensors, **attrs):\n    return "n=3"')
     code, payload, _ = run_smoke(project, "--framework", "torch-xla")
     assert code == EXIT_PROBLEM
@@ -94,7 +94,7 @@ def test_constant_backend_config_is_a_hardcoded_size(tmp_path):
 
 
 def test_typed_ffi_api_version_is_refused(tmp_path):
-    project = torch_xla_project(tmp_path, "typed")
+    project = torch_xla_project(tmp_path, "add_legacy")
     append(project / project.name / "torch.py", "API_VERSION = 4  # torch_xla can only call legacy targets")
     code, payload, _ = run_smoke(project, "--framework", "torch-xla")
     assert code == EXIT_PROBLEM
@@ -103,8 +103,8 @@ def test_typed_ffi_api_version_is_refused(tmp_path):
 
 
 def test_op_returning_a_constant_is_optimized_away(tmp_path):
-    project = torch_xla_project(tmp_path, "folded")
-    append(project / project.name / "torch.py", "def folded(x, y):\n    return torch.zeros_like(x)")
+    project = torch_xla_project(tmp_path, "add_legacy")
+    append(project / project.name / "torch.py", f"def {project.name}(x, y):\n    return torch.zeros_like(x)")
     code, payload, _ = run_smoke(project, "--framework", "torch-xla")
     assert code == EXIT_PROBLEM
     assert checks(payload)["lowering"]["ok"] is False

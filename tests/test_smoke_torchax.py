@@ -56,7 +56,7 @@ def test_generated_cpu_project_runs_from_torch_under_torchax(tmp_path, template,
 
 
 def test_bench_times_torchax_plain_torch_eager_and_jax(tmp_path):
-    project = torchax_project(tmp_path, "benched")
+    project = torchax_project(tmp_path, "add_ffi")
     code, payload, _ = run_smoke(project, "--framework", "torchax", "--sizes", SMALL_SIZES, "--bench")
     assert code == EXIT_OK, payload
     bench = payload["bench"]
@@ -69,8 +69,8 @@ def test_bench_times_torchax_plain_torch_eager_and_jax(tmp_path):
 
 
 def test_an_op_decomposed_into_torch_ops_is_not_the_custom_call(tmp_path):
-    project = torchax_project(tmp_path, "decomposed")
-    append(project / project.name / "torch.py", "def decomposed(x, y):\n    return x + y  # torch's add, not the kernel")
+    project = torchax_project(tmp_path, "add_ffi")
+    append(project / project.name / "torch.py", f"def {project.name}(x, y):\n    return x + y  # torch's add, not the kernel")
     code, payload, _ = run_smoke(project, "--framework", "torchax", "--sizes", SMALL_SIZES)
     assert code == EXIT_PROBLEM
     assert checks(payload)["lowering"]["ok"] is False
@@ -78,7 +78,7 @@ def test_an_op_decomposed_into_torch_ops_is_not_the_custom_call(tmp_path):
 
 
 def test_an_op_without_its_torchax_lowering_is_named(tmp_path):
-    project = torchax_project(tmp_path, "unlowered")
+    project = torchax_project(tmp_path, "add_ffi")
     ops = project / project.name / "torch.py"
     source, count = re.subn(r"env\.override_op_definition\(.*\)", "pass  # forgot the lowering", ops.read_text())
     assert count == 1, "torch.py's register_torchax changed: update this edit"

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -31,6 +32,10 @@ from xlacc.spec import Spec
 
 CACHE_FILE = ".xlacc-cache.json"
 CACHE_FORMAT = 1
+# A folder that builds share (CI, several checkouts, tests): a library is stored there under its
+# cache key, which covers the sources, their headers, the command and the compiler, but not where
+# the project is; a build with the same key copies it instead of compiling.
+SHARED_CACHE_ENV = "XLACC_CACHE_DIR"
 SOURCE_PLATFORMS = {".cu": "cuda", ".cc": "cpu", ".cpp": "cpu", ".cxx": "cpu"}
 
 NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
@@ -338,10 +343,15 @@ def _build(target: Target, options: Options) -> BuildResult:
     _clear_leftovers(target.output)
     notes = [f"command (in {target.root}): {shlex.join(plan.command)}"] if options.verbose else []
     cached = not options.force and plan.cache.fresh(target.output, plan.key)
+    shared = None if options.force else SharedCache.from_environment()
     if cached:
         step = StepResult([Check("compile", True, "up to date (cached; --force rebuilds)")])
     else:
-        step = _compile_step(plan, options)
+        step = _copy_step(plan, shared) if shared is not None else None
+        if step is None:
+            step = _compile_step(plan, options)
+            if step.ok and shared is not None:
+                shared.store(plan.key, target.output, step.compiler_output)
     checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
     if not step.ok:
         plan.cache.save()
@@ -384,6 +394,7 @@ class StepResult:
     checks: list[Check]
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    compiler_output: str = ""
 
     @property
     def ok(self) -> bool:
@@ -402,7 +413,20 @@ def _compile_step(plan: Plan, options: Options) -> StepResult:
         return StepResult([failure], findings, notes)
     plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
     warnings = [_warnings_finding(plan, messages.warnings)] if messages.warnings else []
-    return StepResult([Check("compile", True, f"compiled in {outcome.seconds:.2f} s")], warnings, notes)
+    return StepResult([Check("compile", True, f"compiled in {outcome.seconds:.2f} s")], warnings, notes, outcome.output)
+
+
+def _copy_step(plan: Plan, shared: SharedCache) -> StepResult | None:
+    """The library from the shared cache, with the warnings its compiler printed then; None when
+    the cache does not hold it."""
+    output = shared.copy(plan.key, plan.target.output)
+    if output is None:
+        return None
+    plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
+    messages = compiler_messages(output)
+    warnings = [_warnings_finding(plan, messages.warnings)] if messages.warnings else []
+    detail = f"copied from ${SHARED_CACHE_ENV} ({shared.folder}): built before from the same sources, flags and compiler"
+    return StepResult([Check("compile", True, detail)], warnings, [], output)
 
 
 def _result(plan: Plan, cached: bool, started: float, checks, findings, notes) -> BuildResult:
@@ -588,6 +612,49 @@ class BuildCache:
                 temporary.unlink(missing_ok=True)
             return
         self._loaded = text
+
+
+@dataclass(frozen=True)
+class SharedCache:
+    """``$XLACC_CACHE_DIR``: ``KEY.so`` and the compiler's output ``KEY.log`` per library. Written
+    through a temporary file and a rename, so that builds running at once never see half a file."""
+
+    folder: Path
+
+    @classmethod
+    def from_environment(cls) -> SharedCache | None:
+        folder = os.environ.get(SHARED_CACHE_ENV, "").strip()
+        return cls(Path(folder).expanduser()) if folder else None
+
+    def copy(self, key: str, library: Path) -> str | None:
+        """Put the stored library at ``library``; its compiler output, or None if none is stored."""
+        temporary = temporary_output(library)
+        try:
+            output = (self.folder / f"{key}.log").read_text(encoding="utf-8", errors="replace")
+            paths.make_directory(library.parent)
+            shutil.copyfile(self.folder / f"{key}.so", temporary)
+            os.replace(temporary, library)
+        except OSError:
+            temporary.unlink(missing_ok=True)
+            return None
+        return output
+
+    def store(self, key: str, library: Path, compiler_output: str) -> None:
+        """Keep a copy; a cache that cannot be written only costs a later build its compile."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._write(f"{key}.so", lambda path: shutil.copyfile(library, path))
+            self._write(f"{key}.log", lambda path: path.write_text(compiler_output, encoding="utf-8"))  # last: it marks the pair whole
+        except OSError:
+            return
+
+    def _write(self, name: str, write) -> None:
+        temporary = self.folder / f".{name}.{os.getpid()}.tmp"
+        try:
+            write(temporary)
+            os.replace(temporary, self.folder / name)
+        finally:
+            temporary.unlink(missing_ok=True)
 
 
 # -- compiling ----------------------------------------------------------------------------------

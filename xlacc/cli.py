@@ -176,7 +176,10 @@ def build(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the command line and every compiler line."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Compile a project (or kernel files) into a verified shared object."""
+    """Compile a project (or kernel files) into a verified shared object.
+
+    $XLACC_CACHE_DIR, if set, is a folder of built libraries shared by every project: a build with
+    the same sources, flags and compiler copies from there instead of compiling."""
     from xlacc import builder
 
     report = builder.run(
