@@ -14,6 +14,7 @@ slowest path.
 from __future__ import annotations
 
 import argparse
+import compileall
 import resource
 import shutil
 import statistics
@@ -136,6 +137,9 @@ def main() -> int:
     args = parser.parse_args()
     xlacc = [sys.executable, "-m", "xlacc"]
     doctor = xlacc + ["doctor"]
+    # xlacc's bytecode, as `pip install` leaves it: with PYTHONDONTWRITEBYTECODE set (as on this
+    # machine) a checkout whose sources changed would otherwise recompile them on every start.
+    compileall.compile_dir(ROOT / "xlacc", quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         library, how = build_library(Path(tmp))
         log = build_log(Path(tmp))
