@@ -343,10 +343,10 @@ def _build(target: Target, options: Options) -> BuildResult:
     _clear_leftovers(target.output)
     notes = [f"command (in {target.root}): {shlex.join(plan.command)}"] if options.verbose else []
     cached = not options.force and plan.cache.fresh(target.output, plan.key)
-    shared = None if options.force else SharedCache.from_environment()
     if cached:
         step = StepResult([Check("compile", True, "up to date (cached; --force rebuilds)")])
     else:
+        shared = None if options.force else SharedCache.from_environment()
         step = _copy_step(plan, shared) if shared is not None else None
         if step is None:
             step = _compile_step(plan, options)
@@ -412,8 +412,7 @@ def _compile_step(plan: Plan, options: Options) -> StepResult:
         findings = [_compile_error_finding(plan, messages, outcome.output)] + _link_diagnoses(plan, outcome.output)
         return StepResult([failure], findings, notes)
     plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
-    warnings = [_warnings_finding(plan, messages.warnings)] if messages.warnings else []
-    return StepResult([Check("compile", True, f"compiled in {outcome.seconds:.2f} s")], warnings, notes, outcome.output)
+    return StepResult([Check("compile", True, f"compiled in {outcome.seconds:.2f} s")], _warnings(plan, messages), notes, outcome.output)
 
 
 def _copy_step(plan: Plan, shared: SharedCache) -> StepResult | None:
@@ -423,10 +422,12 @@ def _copy_step(plan: Plan, shared: SharedCache) -> StepResult | None:
     if output is None:
         return None
     plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
-    messages = compiler_messages(output)
-    warnings = [_warnings_finding(plan, messages.warnings)] if messages.warnings else []
     detail = f"copied from ${SHARED_CACHE_ENV} ({shared.folder}): built before from the same sources, flags and compiler"
-    return StepResult([Check("compile", True, detail)], warnings, [], output)
+    return StepResult([Check("compile", True, detail)], _warnings(plan, compiler_messages(output)), [], output)
+
+
+def _warnings(plan: Plan, messages: CompilerMessages) -> list[Finding]:
+    return [_warnings_finding(plan, messages.warnings)] if messages.warnings else []
 
 
 def _result(plan: Plan, cached: bool, started: float, checks, findings, notes) -> BuildResult:
