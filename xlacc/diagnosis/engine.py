@@ -14,7 +14,6 @@ from pathlib import Path
 from xlacc.diagnosis import inputs
 from xlacc.diagnosis.findings import BY_CODE, CATALOGUE, GROUPS
 from xlacc.diagnosis.inputs import SourceFile
-from xlacc.diagnosis.rules import hlo_sharding
 from xlacc.diagnosis.section import Section
 from xlacc.errors import UsageError
 from xlacc.report import Check, Finding, Report
@@ -166,6 +165,7 @@ def _add_file(path: Path, kind: str, gathered: _Inputs) -> None:
 
 def _gather_directory(directory: Path, gathered: _Inputs) -> None:
     from xlacc import spec as spec_module
+    from xlacc.diagnosis.rules import hlo_sharding
 
     if hlo_sharding.is_dump(directory):
         gathered.dumps.append(directory)
@@ -269,6 +269,8 @@ def _owning_spec(library: Path):
 
 def _dump_section(directory: Path) -> Section:
     """The compiled modules of an --xla_dump_to folder: custom calls fed by all-gathers."""
+    from xlacc.diagnosis.rules import hlo_sharding
+
     modules = hlo_sharding.dump_modules(directory)
     return Section(f"xla dump {directory}", f"{len(modules)} compiled modules", hlo_sharding.diagnose_dump(directory))
 
@@ -289,7 +291,7 @@ def _log_section(log: str) -> Section:
 
 def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], dict, str]:
     from xlacc.diagnosis import command
-    from xlacc.diagnosis.rules import runtime, text
+    from xlacc.diagnosis.rules import hlo_sharding, runtime, text
 
     env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated
     with cleanup:
