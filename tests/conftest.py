@@ -1,5 +1,5 @@
-"""Shared test configuration: GPU tests run only where a GPU is visible; the slowest files start
-first, spread so that the three workers end together; under xdist, a line per finished file names it."""
+"""Shared test configuration: GPU tests run only where a GPU is visible; the longest files start
+first, spread so that the workers end together; under xdist, a line per finished file names it."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _gpu_visible() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    _slowest_files_first(items)
+    _longest_files_first(items, workers=getattr(config.option, "numprocesses", None) or 3)
     if _gpu_visible():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU; none is visible here (CI has none: GPU results are in benchmarks/RESULTS.md)")
@@ -35,24 +35,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-# The files that take longest (about 180, 165, 160 and 130 s on two busy cores; all the others
-# together about 280 s), longest first.
-SLOWEST_FILES = ("test_smoke_torch_xla.py", "test_smoke.py", "test_templates.py", "test_smoke_torchax.py")
+# Seconds each file takes on three workers sharing two cores (`--durations=0`, summed by file,
+# 2026-11-23); files not named take under 10 s.
+FILE_SECONDS = {
+    "test_smoke.py": 155, "test_templates.py": 154, "test_smoke_torch_xla.py": 124, "test_smoke_torchax.py": 82,
+    "test_diagnosis_hostile.py": 44, "test_wrap.py": 39, "test_builder.py": 37, "test_hostile.py": 28,
+    "test_template_paged_kv_write.py": 24, "test_scaffold.py": 20, "test_template_paged_attention.py": 18,
+    "test_diagnosis_engine.py": 16, "test_api.py": 15, "test_update.py": 13,
+}  # fmt: skip
 
 
-def _slowest_files_first(items: list) -> None:
-    """xdist hands out whole files in queue order (--no-loadscope-reorder): one to each of the three
-    workers, then a second to each, then one to whichever frees first. The three slowest go first, one
-    per worker; the fourth is the third worker's second (after two quick files), so that it follows
-    the shortest of the three; the quick files fill the rest."""
+def _longest_files_first(items: list, workers: int) -> None:
+    """xdist (--dist loadfile --no-loadscope-reorder) hands out whole files in queue order: one to
+    each worker, a second to each, then one to whichever frees first. Longest first, with the second
+    round reversed (the longest of the first round is paired with the shortest of the second), so
+    that no long file starts near the end and the workers end together."""
 
     def file_of(item) -> str:
         return item.nodeid.split("::")[0].rsplit("/", 1)[-1]
 
-    files = list(dict.fromkeys(file_of(item) for item in items))
-    slow = [name for name in SLOWEST_FILES if name in files]
-    quick = [name for name in files if name not in slow]
-    order = slow[:3] + quick[:2] + slow[3:] + quick[2:]
+    files = sorted(dict.fromkeys(file_of(item) for item in items), key=lambda name: -FILE_SECONDS.get(name, 0))
+    order = files[:workers] + files[workers : 2 * workers][::-1] + files[2 * workers :]
     items.sort(key=lambda item: order.index(file_of(item)))
 
 
