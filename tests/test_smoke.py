@@ -31,12 +31,18 @@ SMALL_SIZES = "1,1001,65536"
 
 # Every template with the typed FFI (xlacc's default); the legacy path of run-smoke's harness is
 # the same for every template, so one template takes it (test_templates checks every template's
-# legacy library through jax).
-@pytest.mark.parametrize("template, api", [(template, "ffi") for template in CPU_TEMPLATES] + [("add", "legacy")])
+# legacy library through jax). add with the typed FFI passes in the bench test's run.
+@pytest.mark.parametrize("template, api", [(template, "ffi") for template in CPU_TEMPLATES if template != "add"] + [("add", "legacy")])
 def test_generated_cpu_project_passes_through_jax(tmp_path, template, api):
     project = new_project(tmp_path, f"{template.replace('-', '_')}_{api}", template=template, api=api)
     code, payload, _ = run_smoke(project, "--framework", "jax")
     assert code == EXIT_OK, payload
+    assert_passes_through_jax(payload, template, api)
+    assert payload["bench"] == {}
+
+
+def assert_passes_through_jax(payload: dict, template: str, api: str) -> None:
+    """Every check of a run at the default sizes passes (grad: where the template has [backward])."""
     by_name = checks(payload)
     assert by_name["build"]["ok"] is True
     assert by_name["registration"]["ok"] is True
@@ -53,7 +59,7 @@ def test_generated_cpu_project_passes_through_jax(tmp_path, template, api):
     assert grad["ok"] is (True if template in ("add", "rms-norm") else None), grad
     assert by_name["vmap"]["ok"] is True and "one launch" in by_name["vmap"]["detail"]
     assert all("max abs err" in c["detail"] for c in numerics_checks(payload))
-    assert payload["seed"] == 0 and payload["diagnosis"] == [] and payload["bench"] == {}
+    assert payload["seed"] == 0 and payload["diagnosis"] == []
 
 
 def test_every_dtype_of_a_generic_op_passes_with_its_tolerance(tmp_path):
@@ -67,12 +73,14 @@ def test_every_dtype_of_a_generic_op_passes_with_its_tolerance(tmp_path):
 
 
 def test_bench_times_custom_call_and_xla_in_one_run(tmp_path):
+    """The default project (add, typed FFI) passes every check, and --bench times it at the largest size."""
     project = new_project(tmp_path, "add_ffi")
-    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES, "--bench")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--bench")
     assert code == EXIT_OK, payload
+    assert_passes_through_jax(payload, "add", "ffi")
     bench = payload["bench"]
-    assert bench["size"] == 65536 and bench["dtype"] == "f32"
-    assert bench["bytes"] == 3 * 4 * 65536  # reference.bytes_moved: two operands and the result
+    assert bench["size"] == 1 << 20 and bench["dtype"] == "f32"
+    assert bench["bytes"] == 3 * 4 * (1 << 20)  # reference.bytes_moved: two operands and the result
     assert bench["custom_us"] > 0 and bench["native_us"] > 0 and bench["samples"] >= 5
     assert bench["ratio"] == pytest.approx(bench["native_us"] / bench["custom_us"])
     assert bench["custom_gbps"] == pytest.approx(bench["bytes"] / bench["custom_us"] / 1e3)
