@@ -1,6 +1,6 @@
 """``xlacc doctor -- COMMAND``: run the command, and find the program it runs.
 
-The command runs in its own session (process group). Its output is streamed into a bounded
+The command runs in its own session (:mod:`xlacc.process`). Its output is streamed into a bounded
 collector (:class:`xlacc.diagnosis.inputs.LogCollector`), so 100 MB of output costs seconds and a few
 MB. When the command exits, or its time is up, the whole group is stopped: a grandchild left in
 the background holding the output pipe open cannot make doctor wait.
@@ -13,23 +13,18 @@ so the run can be ranked with what the code says.
 from __future__ import annotations
 
 import math
-import os
 import re
-import select
 import shlex
-import signal
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from xlacc.diagnosis import inputs
 from xlacc.errors import UsageError
+from xlacc.process import run_in_session
 
 DEFAULT_TIMEOUT_S = 600.0
 DRAIN_AFTER_EXIT_S = 0.5  # output a finished command's group may still flush
 KILL_GRACE_S = 2.0
-READ_BYTES = 1 << 16
 OUTPUT_TAIL_LINES = 20
 MAX_PROGRAM_FILES = 60
 IMPORT_DEPTH = 3
@@ -65,76 +60,19 @@ def check_timeout(timeout: float) -> float:
 def run(
     argv: list[str], timeout: float = DEFAULT_TIMEOUT_S, interesting: inputs.Interesting | None = None, env: dict[str, str] | None = None
 ) -> CommandResult:
-    """Run ``argv`` with stdout and stderr merged; a timeout is a result, a missing program is not."""
+    """Run ``argv`` with stdout and stderr merged; a timeout is a result, a missing program is not.
+    At the end its group gets SIGTERM, and SIGKILL after a grace period."""
     timeout = check_timeout(timeout)
-    start = time.monotonic()
+    collector = inputs.LogCollector(interesting)
     try:
-        process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=env
-        )
+        ended = run_in_session(argv, timeout, collector, env=env, exit_grace=DRAIN_AFTER_EXIT_S, term_grace=KILL_GRACE_S)
     except FileNotFoundError:
         raise UsageError(f"cannot run {argv[0]!r}: no such program") from None
     except PermissionError:
         raise UsageError(f"cannot run {argv[0]!r}: permission denied") from None
     except OSError as exc:
         raise UsageError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
-    collector = inputs.LogCollector(interesting)
-    timed_out = False
-    try:
-        timed_out = _pump(process, collector, start + timeout)
-    finally:
-        _stop_group(process)
-        process.stdout.close()
-    returncode = None if timed_out else process.returncode
-    return CommandResult(list(argv), returncode, collector.finish(), time.monotonic() - start)
-
-
-def _pump(process: subprocess.Popen, collector: inputs.LogCollector, deadline: float) -> bool:
-    """Read the pipe until it closes, the command exits (then a short drain) or the deadline; True on timeout."""
-    stream = process.stdout
-    descriptor = stream.fileno()
-    drain_until = None
-    while True:
-        now = time.monotonic()
-        if now >= deadline:
-            return True
-        if drain_until is None and process.poll() is not None:
-            drain_until = now + DRAIN_AFTER_EXIT_S
-        if drain_until is not None and now >= drain_until:
-            return False
-        limit = min(deadline, drain_until or deadline) - now
-        ready, _, _ = select.select([descriptor], [], [], min(limit, 0.1))
-        if not ready:
-            continue
-        data = os.read(descriptor, READ_BYTES)
-        if not data:  # every writer closed the pipe
-            try:
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                return True
-            return False
-        collector.feed(data)
-
-
-def _stop_group(process: subprocess.Popen) -> None:
-    """Stop the command and everything it started in its session."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            break
-        try:
-            process.wait(timeout=KILL_GRACE_S if sig == signal.SIGTERM else None)
-            if sig == signal.SIGTERM:
-                try:  # the leader is gone; a grandchild may ignore SIGTERM
-                    os.killpg(process.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    if process.returncode is None:
-        process.wait()
+    return CommandResult(list(argv), ended.returncode, collector.finish(), ended.seconds)
 
 
 # -- the program a command runs ---------------------------------------------------------------------

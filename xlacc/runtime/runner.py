@@ -1,35 +1,30 @@
 """Start a harness in a child Python process and collect what happened to it.
 
-The child runs in its own session (process group) so that a timeout, Ctrl-C or its end kills it
-and everything it started; a crash (a signal), a hang or an exit code is reported, never raised.
-Its output is read as it comes and only a bounded head and tail are kept: a kernel that prints
-gigabytes costs xlacc no more memory than one that prints a line.
+The child runs in its own session (:mod:`xlacc.process`) so that a timeout, Ctrl-C or its end
+kills it and everything it started; a crash (a signal), a hang or an exit code is reported, never
+raised. Only a bounded head and tail of its output are kept: a kernel that prints gigabytes costs
+xlacc no more memory than one that prints a line.
 """
 
 from __future__ import annotations
 
 import os
-import selectors
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xlacc.process import run_in_session
 from xlacc.runtime.records import read_records
 
 # Output kept from a child: its first bytes (what it started with) and its last (the traceback).
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
 MAX_LINE_CHARS = 4_000  # longer lines keep their two ends: a base64 dump is no diagnosis
-READ_BYTES = 64 * 1024
 # After the child exits, how long a process it left behind may keep its output open.
 EXIT_GRACE_SECONDS = 2.0
-POLL_SECONDS = 0.2
-EXIT_POLL_SECONDS = 0.01  # the output has ended: the exit is a moment away
 
 
 @dataclass
@@ -92,30 +87,15 @@ def run_child(
     records_path: str | Path | None = None,
 ) -> ChildResult:
     """Run ``argv`` in a new session; kill its whole process group after ``timeout`` seconds."""
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
     output = BoundedOutput()
-    try:
-        timed_out = _read_until_done(proc, started + timeout, output)
-    finally:  # a timeout, Ctrl-C or a normal end: nothing the child started outlives it
-        _kill_group(proc.pid)
-        proc.stdout.close()
-        proc.wait()
+    ended = run_in_session(argv, timeout, output, env=env, cwd=cwd, exit_grace=EXIT_GRACE_SECONDS)
     return ChildResult(
-        returncode=None if timed_out else proc.returncode,
-        signal_name=None if timed_out else signal_name(proc.returncode),
-        timed_out=timed_out,
+        returncode=ended.returncode,
+        signal_name=signal_name(ended.returncode),
+        timed_out=ended.returncode is None,
         output=output.text(),
         records=read_records(records_path) if records_path else [],
-        seconds=time.monotonic() - started,
+        seconds=ended.seconds,
     )
 
 
@@ -137,55 +117,6 @@ def run_harness(
         os.unlink(records_path)
 
 
-def _read_until_done(proc: subprocess.Popen, deadline: float, output: BoundedOutput) -> bool:
-    """Read the child's output into ``output`` until it is done; True when the deadline passed.
-
-    Done: the output ended and the child exited, or the child exited and whatever it left behind
-    still holds the output open after a grace period. The child is left unreaped (a zombie keeps
-    its process group id from being reused before the group is killed).
-    """
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        exited_at: float | None = None
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                return True
-            if exited_at is None and _has_exited(proc.pid):
-                exited_at = now
-            if exited_at is not None and now - exited_at > EXIT_GRACE_SECONDS:
-                return False
-            if not selector.get_map():  # output closed: wait for the exit
-                if exited_at is not None:
-                    return False
-                time.sleep(min(EXIT_POLL_SECONDS, deadline - now))
-                continue
-            if selector.select(min(POLL_SECONDS, deadline - now)):
-                chunk = os.read(proc.stdout.fileno(), READ_BYTES)
-                if chunk:
-                    output.add(chunk)
-                else:
-                    selector.unregister(proc.stdout)
-                    if exited_at is not None:
-                        return False
-
-
-def _has_exited(pid: int) -> bool:
-    """Whether the child has exited, without reaping it."""
-    try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 class BoundedOutput:
     """The first and last bytes of a stream of any length, in bounded memory."""
 
@@ -195,7 +126,7 @@ class BoundedOutput:
         self.tail = bytearray()
         self.total = 0
 
-    def add(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
         room = self.head_limit - len(self.head)
         if room > 0:

@@ -2,13 +2,10 @@
 // and xlacc::Status as an FFI error. Shipped with xlacc; needs XLA's FFI headers (from jaxlib).
 #pragma once
 
-#include "xlacc/entry.h"
-
-// Host code: nvcc's device pass skips XLA's FFI headers (a third of a CUDA build's front-end time).
-#ifndef __CUDA_ARCH__
 #include <initializer_list>
 
 #include "xla/ffi/api/ffi.h"
+#include "xlacc/entry.h"
 
 namespace xlacc {
 
@@ -46,5 +43,3 @@ inline xla::ffi::Error ffi_error(const Status& status) {
 }
 
 }  // namespace xlacc
-
-#endif  // __CUDA_ARCH__

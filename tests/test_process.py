@@ -1,0 +1,50 @@
+"""xlacc.process: a command in its own session, its output streamed to a sink, its group stopped.
+
+run-smoke's children (test_runner.py) and doctor's commands (test_diagnosis_command.py,
+test_diagnosis_hostile.py) test it through their callers; these tests pin what both rely on."""
+
+from __future__ import annotations
+
+import sys
+
+from xlacc.process import run_in_session
+
+
+class Chunks:
+    def __init__(self):
+        self.data = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        self.data += chunk
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_every_byte_reaches_the_sink_in_order_and_the_exit_code_is_kept():
+    sink = Chunks()
+    code = "import sys\nfor i in range(20000): print(i)\nsys.stderr.write('end\\n'); sys.exit(3)"
+    ended = run_in_session(python(code), 60, sink, exit_grace=2.0)
+    assert ended.returncode == 3
+    lines = bytes(sink.data).decode().splitlines()
+    assert lines[:-1] == [str(i) for i in range(20000)] and lines[-1] == "end"
+
+
+TRAPS_SIGTERM = """
+import pathlib, signal, sys, time
+def leave(*_):
+    pathlib.Path(sys.argv[1]).write_text("cleaned up")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, leave)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_timeout_gives_the_group_sigterm_first_only_with_a_grace(tmp_path):
+    for grace, expected in ((2.0, True), (0.0, False)):
+        marker = tmp_path / f"cleaned-{grace}"
+        ended = run_in_session([*python(TRAPS_SIGTERM), str(marker)], 1.0, Chunks(), exit_grace=0.5, term_grace=grace)
+        assert ended.returncode is None and 1.0 <= ended.seconds < 5
+        assert marker.exists() is expected, grace

@@ -1,0 +1,115 @@
+"""Run a command in a session of its own, stream its output, and stop everything it started.
+
+Both run-smoke's harness children and ``xlacc doctor -- COMMAND`` run through here. The command's
+stdout and stderr (merged) go, as they come, to a sink that keeps only what it needs (a bounded
+head and tail, or the lines diagnosis rules name), so output of any size costs bounded memory. The
+command is done when its output has ended and it has exited, or when it has exited and whatever it
+left behind still holds the output open after a grace period. Then, or at the timeout, or on
+Ctrl-C, its whole process group is stopped. The leader stays unreaped until the group is killed,
+so its group id cannot have been reused by then.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+READ_BYTES = 64 * 1024
+POLL_SECONDS = 0.2
+EXIT_POLL_SECONDS = 0.01  # the output has ended: the exit is a moment away
+
+
+class Sink(Protocol):
+    def feed(self, chunk: bytes) -> None: ...
+
+
+@dataclass(frozen=True)
+class Ended:
+    returncode: int | None  # None: stopped at the timeout
+    seconds: float
+
+
+def run_in_session(
+    argv: list[str],
+    timeout: float,
+    sink: Sink,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    exit_grace: float,
+    term_grace: float = 0.0,
+) -> Ended:
+    """Run ``argv``, feeding its output to ``sink``; ``exit_grace``: how long after its exit a
+    process it left behind may hold the output open; ``term_grace``: how long the group gets
+    between SIGTERM and SIGKILL (0: SIGKILL at once)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True
+    )
+    timed_out = True
+    try:
+        timed_out = _read_until_done(proc, started + timeout, sink, exit_grace)
+    finally:  # a timeout, Ctrl-C or a normal end: nothing the command started outlives it
+        _stop_group(proc.pid, term_grace)
+        proc.stdout.close()
+        proc.wait()
+    return Ended(None if timed_out else proc.returncode, time.monotonic() - started)
+
+
+def _read_until_done(proc: subprocess.Popen, deadline: float, sink: Sink, exit_grace: float) -> bool:
+    """Feed the output to ``sink`` until the command is done; True when the deadline passed."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        exited_at: float | None = None
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return True
+            if exited_at is None and _has_exited(proc.pid):
+                exited_at = now
+            if exited_at is not None and now - exited_at > exit_grace:
+                return False
+            if not selector.get_map():  # output closed: wait for the exit
+                if exited_at is not None:
+                    return False
+                time.sleep(min(EXIT_POLL_SECONDS, deadline - now))
+                continue
+            if selector.select(min(POLL_SECONDS, deadline - now)):
+                chunk = os.read(proc.stdout.fileno(), READ_BYTES)
+                if chunk:
+                    sink.feed(chunk)
+                else:
+                    selector.unregister(proc.stdout)
+                    if exited_at is not None:
+                        return False
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether the leader has exited, without reaping it."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _stop_group(pid: int, term_grace: float) -> None:
+    if term_grace > 0 and _signal_group(pid, signal.SIGTERM):
+        give_up = time.monotonic() + term_grace
+        while not _has_exited(pid) and time.monotonic() < give_up:
+            time.sleep(EXIT_POLL_SECONDS)
+    _signal_group(pid, signal.SIGKILL)  # a grandchild may ignore SIGTERM
+
+
+def _signal_group(pid: int, sig: int) -> bool:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
