@@ -313,10 +313,7 @@ def _dynamic_tags(elf: ELFFile) -> dict[str, list[str]]:
 def _dynamic_symbols(elf: ELFFile) -> tuple[dict[str, SymbolInfo], set[str]]:
     exported: dict[str, SymbolInfo] = {}
     undefined: set[str] = set()
-    for symbol in _dynsym_entries(elf):
-        if not symbol.name:
-            continue
-        info = _symbol_info(symbol)
+    for info in _dynsym(elf):
         if info.exported:
             exported[info.name] = info
         elif not info.defined:
@@ -324,15 +321,15 @@ def _dynamic_symbols(elf: ELFFile) -> tuple[dict[str, SymbolInfo], set[str]]:
     return exported, undefined
 
 
-def _dynsym_entries(elf: ELFFile):
+def _dynsym(elf: ELFFile) -> Iterator[SymbolInfo]:
     """``.dynsym``; without section headers, the symbols the PT_DYNAMIC segment points at."""
     dynsym = elf.get_section_by_name(".dynsym")
     if isinstance(dynsym, SymbolTableSection):
-        return dynsym.iter_symbols()
+        return _table_symbols(elf, dynsym)
     dynamic = _dynamic_section(elf)
     if dynamic is None or isinstance(dynamic, DynamicSection):
         return iter(())
-    return dynamic.iter_symbols()
+    return (_symbol_info(symbol) for symbol in dynamic.iter_symbols() if symbol.name)
 
 
 def _symbol_info(symbol) -> SymbolInfo:
@@ -351,10 +348,7 @@ SYMBOL_TYPES = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 3: "SECTION", 4: "FILE", 5:
 
 
 def _read_symtab(path: Path) -> dict[str, SymbolInfo]:
-    """Every named ``.symtab`` symbol, a defined one winning over an undefined one.
-
-    pyelftools finds the section; its entries are unpacked here with struct in one pass (a static
-    cudart brings thousands of them, which pyelftools parses one object at a time: 0.2 s)."""
+    """Every named ``.symtab`` symbol, a defined one winning over an undefined one."""
     symbols: dict[str, SymbolInfo] = {}
     try:
         with path.open("rb") as stream:
@@ -362,25 +356,31 @@ def _read_symtab(path: Path) -> dict[str, SymbolInfo]:
             symtab = elf.get_section_by_name(".symtab")
             if not isinstance(symtab, SymbolTableSection):
                 return symbols
-            strings = elf.get_section(symtab["sh_link"]).data()
-            entries = _symbol_entries(symtab.data(), elf.elfclass, elf.little_endian)
+            found = list(_table_symbols(elf, symtab))
     except CORRUPT_ELF_ERRORS:
         return symbols
-    for name_offset, info, other, shndx in entries:
+    for symbol in found:
+        if symbol.defined or symbol.name not in symbols:
+            symbols[symbol.name] = symbol
+    return symbols
+
+
+def _table_symbols(elf: ELFFile, table: SymbolTableSection) -> Iterator[SymbolInfo]:
+    """The named symbols of a symbol table. pyelftools finds the section and its strings; the
+    entries are unpacked here with struct in one pass (a static cudart brings thousands, which
+    pyelftools parses one object at a time: 0.2 s)."""
+    strings = elf.get_section(table["sh_link"]).data()
+    for name_offset, info, other, shndx in _symbol_entries(table.data(), elf.elfclass, elf.little_endian):
         end = strings.find(b"\0", name_offset)
         name = strings[name_offset : end if end >= 0 else len(strings)].decode("utf-8", "replace")
-        if not name:
-            continue
-        symbol = SymbolInfo(
-            name=name,
-            bind=BINDS.get(info >> 4, str(info >> 4)),
-            visibility=VISIBILITIES[other & 3],
-            kind=SYMBOL_TYPES.get(info & 0xF, str(info & 0xF)),
-            defined=shndx != 0,
-        )
-        if symbol.defined or name not in symbols:
-            symbols[name] = symbol
-    return symbols
+        if name:
+            yield SymbolInfo(
+                name=name,
+                bind=BINDS.get(info >> 4, str(info >> 4)),
+                visibility=VISIBILITIES[other & 3],
+                kind=SYMBOL_TYPES.get(info & 0xF, str(info & 0xF)),
+                defined=shndx != 0,
+            )
 
 
 def _symbol_entries(data: bytes, elfclass: int, little_endian: bool) -> list[tuple[int, int, int, int]]:
