@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import platform
 import shutil
+import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -285,6 +287,48 @@ def test_stripped_library_has_no_local_symbols(built, tmp_path):
     assert so.local_symbol("XlaGpuHiddenKernel") is None
     assert find_symbol(so, "XlaGpuHiddenKernel").status == "missing"
     assert find_symbol(so, "XlaGpuSimpleAddFfi").status == "exported"
+
+
+def test_library_without_section_headers_is_read_from_its_dynamic_segment(built, tmp_path):
+    """sstrip-style libraries keep only program headers: pyelftools finds the symbols through the
+    dynamic segment's hash table."""
+    data = bytearray(built["user"].read_bytes())
+    struct.pack_into("<Q", data, 0x28, 0)  # e_shoff
+    struct.pack_into("<HH", data, 0x3C, 0, 0)  # e_shnum, e_shstrndx
+    headerless = tmp_path / "libheaderless.so"
+    headerless.write_bytes(bytes(data))
+    whole, cut = read_shared_object(built["user"]), read_shared_object(headerless)
+    assert (cut.needed, cut.runpath, cut.exported, cut.undefined) == (whole.needed, whole.runpath, whole.exported, whole.undefined)
+    assert "user" in cut.exported
+
+
+def test_a_32_bit_library_is_read_and_named(tmp_path):
+    """The 32-bit layouts, where this machine can link one (gcc -m32, ld's elf_i386 emulation)."""
+    (tmp_path / "lib.c").write_text("int exported_function(int x) { return x + 1; }\n")
+    made = subprocess.run(["gcc", "-m32", "-fPIC", "-c", str(tmp_path / "lib.c"), "-o", str(tmp_path / "lib.o")], capture_output=True)
+    if made.returncode or subprocess.run(["ld", "-m", "elf_i386", "-shared", "-soname", "lib32.so.1", str(tmp_path / "lib.o"),
+                                          "-o", str(tmp_path / "lib32.so")], capture_output=True).returncode:
+        pytest.skip("this machine cannot link a 32-bit x86 library")
+    so = read_shared_object(tmp_path / "lib32.so", expected_machine="i686")
+    assert so.machine == "x86" and so.soname == "lib32.so.1" and so.exported["exported_function"].kind == "FUNC"
+    assert "built for x86, expected" in str(_elf_error(tmp_path / "lib32.so", expected_machine="x86-64"))
+
+
+def test_an_unlisted_machine_is_named_by_pyelftools():
+    assert elf.machine_name(8) == "MIPS R3000"
+    assert elf.machine_name(0xFFF0) == "machine 65520"
+
+
+def test_reading_a_library_does_not_import_pyelftools(built):
+    """pyelftools' import alone is a fifth of doctor --so's start-up budget."""
+    probe = (
+        "import sys\nfrom xlacc import elf, fatbin\n"
+        f"so = elf.read_shared_object({str(built['symbols'])!r})\n"
+        "elf.find_symbol(so, 'XlaGpuHiddenKernel'); fatbin.read_fatbin(so.path)\n"
+        "print('elftools' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 @needs_cxxfilt

@@ -6,8 +6,6 @@ every option that takes a value names it with ``metavar`` as the user types it (
 first docstring line is its one-line summary; the README's synopsis of a command lists every flag.
 """
 
-from __future__ import annotations
-
 import os
 import signal
 import sys

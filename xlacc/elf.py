@@ -1,14 +1,15 @@
-"""Read what a shared library exports, hides and needs, with pyelftools.
+"""Read what a shared library exports, hides and needs.
 
-``read_shared_object`` reads the ELF header, ``.dynamic`` and ``.dynsym`` (a few ms);
-``.symtab`` is read only when :meth:`SharedObject.local_symbol` is asked for a name
-(60-80 ms on a library with static cudart), which only happens when a symbol is not exported.
+``read_shared_object`` reads the ELF header, ``.dynamic`` and ``.dynsym`` (xlacc.elf_tables;
+about a millisecond); ``.symtab`` is read only when :meth:`SharedObject.local_symbol` is asked
+for a name, which only happens when a symbol is not exported.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
+import mmap
 import os
 import platform
 import re
@@ -20,34 +21,34 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
-from elftools.common.exceptions import ELFError as _PyElfError
-from elftools.elf.descriptions import describe_e_machine
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
+from xlacc.elf_tables import PT_DYNAMIC, SHT_DYNAMIC, SHT_DYNSYM, SHT_SYMTAB, SHN_UNDEF, ElfTables, RawSymbol, TableError, string_at
 from xlacc.errors import XlaccError
 
 ELF_MAGIC = b"\x7fELF"
 ELF_KINDS = ("not-found", "invalid", "truncated", "wrong-machine")
 EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK"})
 EXPORTED_VISIBILITIES = frozenset({"DEFAULT", "PROTECTED"})
+ELF_TYPES = {1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
+DT_FLAGS_1 = 0x6FFFFFFB
 DF_1_PIE = 0x08000000
-ELF64_HEADER_SIZE = 64
+# The dynamic entries whose value names something, by d_tag.
+DYNAMIC_NAME_TAGS = {1: "DT_NEEDED", 14: "DT_SONAME", 15: "DT_RPATH", 29: "DT_RUNPATH"}
+SEARCH_PATH_TAGS = ("DT_RPATH", "DT_RUNPATH")  # colon-separated lists of directories
 # What pyelftools raises on a damaged file (a bad offset seeks nowhere, a bad index overflows).
-CORRUPT_ELF_ERRORS = (_PyElfError, struct.error, ValueError, IndexError, KeyError, OverflowError, OSError)
+CORRUPT_ELF_ERRORS = (struct.error, ValueError, IndexError, KeyError, OverflowError, OSError)
 
-# Short names for e_machine; pyelftools' describe_e_machine ("Advanced Micro Devices X86-64")
-# is the fallback for machines not listed here.
+# Short names by e_machine (EM_X86_64, EM_AARCH64, ...); pyelftools' description ("Advanced
+# Micro Devices X86-64") is the fallback for machines not listed here.
 MACHINE_NAMES = {
-    "EM_X86_64": "x86-64",
-    "EM_AARCH64": "AArch64",
-    "EM_386": "x86",
-    "EM_ARM": "ARM",
-    "EM_PPC64": "PowerPC64",
-    "EM_RISCV": "RISC-V",
-    "EM_S390": "S/390",
+    62: "x86-64",
+    183: "AArch64",
+    3: "x86",
+    40: "ARM",
+    21: "PowerPC64",
+    243: "RISC-V",
+    22: "S/390",
 }
 # platform.machine() values and common spellings -> the names above.
 MACHINE_ALIASES = {
@@ -88,8 +89,7 @@ class ElfError(XlaccError):
         self.kind = kind
 
 
-@dataclass(frozen=True)
-class SymbolInfo:
+class SymbolInfo(NamedTuple):  # a tuple: built once per symbol, thousands per .symtab
     name: str
     bind: str  # GLOBAL | WEAK | LOCAL
     visibility: str  # DEFAULT | HIDDEN | PROTECTED | INTERNAL
@@ -151,51 +151,50 @@ def read_shared_object(path: str | Path, expected_machine: str | None = None) ->
     """
     path = Path(path)
     expected = normalize_machine(expected_machine or platform.machine())
-    with open_elf(path) as elf:
-        elf_type = _elf_type(elf)
-        _require_shared(path, elf, elf_type)
-        machine = machine_name(elf["e_machine"])
+    with open_elf(path) as tables:
+        elf_type = ELF_TYPES.get(tables.e_type, str(tables.e_type))
+        dynamic = _read_dynamic(path, tables)
+        _require_shared(path, elf_type, dynamic.flags_1)
+        machine = machine_name(tables.e_machine)
         if machine != expected:
             raise ElfError("wrong-machine", f"{path}: built for {machine}, expected {expected}")
-        tags = _dynamic_tags(elf)
-        exported, undefined = _dynamic_symbols(elf)
+    exported = {s.name: s for s in dynamic.symbols if s.exported}
     return SharedObject(
         path=path,
         machine=machine,
         elf_type=elf_type,
-        soname=next(iter(tags.get("DT_SONAME", [])), None),
-        needed=tags.get("DT_NEEDED", []),
-        rpath=tags.get("DT_RPATH", []),
-        runpath=tags.get("DT_RUNPATH", []),
+        soname=next(iter(dynamic.names.get("DT_SONAME", [])), None),
+        needed=dynamic.names.get("DT_NEEDED", []),
+        rpath=dynamic.names.get("DT_RPATH", []),
+        runpath=dynamic.names.get("DT_RUNPATH", []),
         exported=exported,
-        undefined=undefined,
+        undefined={s.name for s in dynamic.symbols if not s.defined},
     )
 
 
 @contextmanager
-def open_elf(path: str | Path) -> Iterator[ELFFile]:
-    """An ELFFile over a complete ELF file, closed on exit.
+def open_elf(path: str | Path) -> Iterator[ElfTables]:
+    """The tables of a complete ELF file, over a read-only map of it that closes on exit.
 
-    Raises ElfError: ``not-found``, ``invalid`` (not ELF, or pyelftools cannot parse it) or
-    ``truncated`` (headers or loadable segments reach past the end of the file).
+    Raises ElfError: ``not-found``, ``invalid`` (not ELF, or its tables do not fit the file) or
+    ``truncated`` (headers or loadable segments reach past the end of the file), also for a
+    damaged table met while reading inside the ``with`` block.
     """
     path = Path(path)
     _require_elf_magic(path)
-    with path.open("rb") as stream:
+    with path.open("rb") as stream, _mapped(path, stream) as mapped:
         try:
-            elf = ELFFile(stream)
-        except CORRUPT_ELF_ERRORS as exc:
-            size = path.stat().st_size
-            kind = "truncated" if size < ELF64_HEADER_SIZE else "invalid"
-            message = f"{path}: unreadable ELF header ({size} bytes; {_one_line(exc)})"
-            raise ElfError(kind, message) from exc
-        try:
-            _require_complete(path, elf)
-            yield elf
-        except ElfError:
-            raise
-        except CORRUPT_ELF_ERRORS as exc:  # pyelftools following offsets a damaged file gets wrong
-            raise ElfError("invalid", f"{path}: corrupt ELF file ({_one_line(exc)})") from exc
+            yield ElfTables(mapped)
+        except TableError as exc:
+            message = str(exc) if exc.truncated else f"corrupt ELF file ({exc})"
+            raise ElfError("truncated" if exc.truncated else "invalid", f"{path}: {message}") from exc
+
+
+def _mapped(path: Path, stream) -> mmap.mmap:
+    try:
+        return mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:  # an empty special file, a file system without mmap
+        raise ElfError("invalid", f"{path}: cannot read the file ({_one_line(exc)})") from exc
 
 
 def normalize_machine(name: str) -> str:
@@ -209,8 +208,15 @@ def normalize_machine(name: str) -> str:
     return name.strip()
 
 
-def machine_name(e_machine: str) -> str:
-    return MACHINE_NAMES.get(e_machine) or describe_e_machine(e_machine)
+def machine_name(e_machine: int) -> str:
+    """A short name for an e_machine; pyelftools' description for one not in MACHINE_NAMES."""
+    if e_machine in MACHINE_NAMES:
+        return MACHINE_NAMES[e_machine]
+    from elftools.elf.descriptions import describe_e_machine
+    from elftools.elf.enums import ENUM_E_MACHINE
+
+    name = next((n for n, number in ENUM_E_MACHINE.items() if number == e_machine), None)
+    return describe_e_machine(name) if name else f"machine {e_machine}"
 
 
 def _require_elf_magic(path: Path) -> None:
@@ -228,29 +234,6 @@ def _require_elf_magic(path: Path) -> None:
         raise ElfError("invalid", f"{path}: not an ELF file (starts with {head!r})")
 
 
-def _require_complete(path: Path, elf: ELFFile) -> None:
-    """A file cut short loses its section header table (at the end) and part of its segments."""
-    size = path.stat().st_size
-    header = elf.header
-    ends = [header["e_phoff"] + header["e_phnum"] * header["e_phentsize"]]
-    if header["e_shoff"]:
-        ends.append(header["e_shoff"] + header["e_shnum"] * header["e_shentsize"])
-    needed = max(ends)
-    if needed <= size:
-        for segment in elf.iter_segments():
-            if segment["p_type"] == "PT_LOAD":
-                needed = max(needed, segment["p_offset"] + segment["p_filesz"])
-    if needed > size:
-        raise ElfError(
-            "truncated",
-            f"{path}: ELF file cut short ({size} bytes, its headers need {needed})",
-        )
-
-
-def _elf_type(elf: ELFFile) -> str:
-    return str(elf["e_type"]).removeprefix("ET_")
-
-
 NOT_SHARED_DESCRIPTIONS = {
     "REL": "an object file (ET_REL)",
     "EXEC": "an executable (ET_EXEC)",
@@ -259,80 +242,71 @@ NOT_SHARED_DESCRIPTIONS = {
 }
 
 
-def _require_shared(path: Path, elf: ELFFile, elf_type: str) -> None:
-    if elf_type == "DYN" and not _is_pie(elf):
+def _require_shared(path: Path, elf_type: str, flags_1: int) -> None:
+    if elf_type == "DYN" and not flags_1 & DF_1_PIE:
         return
     what = NOT_SHARED_DESCRIPTIONS.get(elf_type, f"ELF type {elf_type}")
     raise ElfError("invalid", f"{path}: {what}, not a shared library")
 
 
-def _is_pie(elf: ELFFile) -> bool:
-    dynamic = _dynamic_section(elf)
-    if dynamic is None:
-        return False
-    return any(
-        tag.entry.d_tag == "DT_FLAGS_1" and tag.entry.d_val & DF_1_PIE
-        for tag in dynamic.iter_tags()
-    )
+@dataclass
+class _Dynamic:
+    """What the dynamic section says: names by tag (DT_NEEDED, ...), DT_FLAGS_1, and .dynsym."""
+
+    names: dict[str, list[str]] = field(default_factory=dict)
+    flags_1: int = 0
+    symbols: list[SymbolInfo] = field(default_factory=list)
+
+    def add(self, tag: str, value: str) -> None:
+        values = value.split(":") if tag in SEARCH_PATH_TAGS else [value]
+        self.names.setdefault(tag, []).extend(v for v in values if v)
 
 
-def _dynamic_section(elf: ELFFile):
-    for section in elf.iter_sections():
-        if isinstance(section, DynamicSection):
-            return section
-    for segment in elf.iter_segments():
-        if segment["p_type"] == "PT_DYNAMIC":
-            return segment
-    return None
+def _read_dynamic(path: Path, tables: ElfTables) -> _Dynamic:
+    section = tables.section_of_type(SHT_DYNAMIC)
+    if section is None and any(s.type == PT_DYNAMIC for s in tables.segments):
+        return _read_dynamic_segment(path)
+    dynamic = _Dynamic()
+    if section is not None:
+        strings = tables.contents(tables.linked(section))
+        for tag, value in tables.dynamic_entries(section):
+            if tag == DT_FLAGS_1:
+                dynamic.flags_1 = value
+            elif tag in DYNAMIC_NAME_TAGS:
+                dynamic.add(DYNAMIC_NAME_TAGS[tag], string_at(strings, value, DYNAMIC_NAME_TAGS[tag]))
+    dynsym = tables.section_of_type(SHT_DYNSYM)
+    if dynsym is not None:
+        dynamic.symbols = [_symbol_info(symbol) for symbol in tables.symbols(dynsym)]
+    return dynamic
 
 
-TAG_VALUE_ATTRIBUTES = {
-    "DT_NEEDED": "needed",
-    "DT_SONAME": "soname",
-    "DT_RPATH": "rpath",
-    "DT_RUNPATH": "runpath",
-}
+def _read_dynamic_segment(path: Path) -> _Dynamic:
+    """A library without section headers (sstrip'ed): only the PT_DYNAMIC segment's hash tables
+    tell how many symbols it holds, which pyelftools works out."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    dynamic = _Dynamic()
+    with path.open("rb") as stream:
+        try:
+            segment = next(s for s in ELFFile(stream).iter_segments() if s["p_type"] == "PT_DYNAMIC")
+            for tag in segment.iter_tags():
+                name = tag.entry.d_tag
+                if name == "DT_FLAGS_1":
+                    dynamic.flags_1 = tag.entry.d_val
+                elif name in SEGMENT_TAG_ATTRIBUTES:
+                    dynamic.add(name, getattr(tag, SEGMENT_TAG_ATTRIBUTES[name]))
+            dynamic.symbols = [_segment_symbol_info(s) for s in segment.iter_symbols() if s.name]
+        except (ELFError, *CORRUPT_ELF_ERRORS) as exc:
+            raise ElfError("invalid", f"{path}: corrupt ELF file ({_one_line(exc)})") from exc
+    return dynamic
 
 
-def _dynamic_tags(elf: ELFFile) -> dict[str, list[str]]:
-    """DT_NEEDED / DT_SONAME as lists of names, DT_RPATH / DT_RUNPATH split at ':'."""
-    tags: dict[str, list[str]] = {}
-    dynamic = _dynamic_section(elf)
-    if dynamic is None:
-        return tags
-    for tag in dynamic.iter_tags():
-        attribute = TAG_VALUE_ATTRIBUTES.get(tag.entry.d_tag)
-        if attribute is None:
-            continue
-        value = getattr(tag, attribute)
-        values = value.split(":") if tag.entry.d_tag in ("DT_RPATH", "DT_RUNPATH") else [value]
-        tags.setdefault(tag.entry.d_tag, []).extend(v for v in values if v)
-    return tags
+# pyelftools' attribute holding each tag's name.
+SEGMENT_TAG_ATTRIBUTES = {"DT_NEEDED": "needed", "DT_SONAME": "soname", "DT_RPATH": "rpath", "DT_RUNPATH": "runpath"}
 
 
-def _dynamic_symbols(elf: ELFFile) -> tuple[dict[str, SymbolInfo], set[str]]:
-    exported: dict[str, SymbolInfo] = {}
-    undefined: set[str] = set()
-    for info in _dynsym(elf):
-        if info.exported:
-            exported[info.name] = info
-        elif not info.defined:
-            undefined.add(info.name)
-    return exported, undefined
-
-
-def _dynsym(elf: ELFFile) -> Iterator[SymbolInfo]:
-    """``.dynsym``; without section headers, the symbols the PT_DYNAMIC segment points at."""
-    dynsym = elf.get_section_by_name(".dynsym")
-    if isinstance(dynsym, SymbolTableSection):
-        return _table_symbols(elf, dynsym)
-    dynamic = _dynamic_section(elf)
-    if dynamic is None or isinstance(dynamic, DynamicSection):
-        return iter(())
-    return (_symbol_info(symbol) for symbol in dynamic.iter_symbols() if symbol.name)
-
-
-def _symbol_info(symbol) -> SymbolInfo:
+def _segment_symbol_info(symbol) -> SymbolInfo:
     return SymbolInfo(
         name=symbol.name,
         bind=str(symbol["st_info"]["bind"]).removeprefix("STB_"),
@@ -347,50 +321,29 @@ VISIBILITIES = ("DEFAULT", "INTERNAL", "HIDDEN", "PROTECTED")
 SYMBOL_TYPES = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 3: "SECTION", 4: "FILE", 5: "COMMON", 6: "TLS", 10: "GNU_IFUNC"}
 
 
+def _symbol_info(symbol: RawSymbol) -> SymbolInfo:
+    return SymbolInfo(
+        name=symbol.name,
+        bind=BINDS.get(symbol.info >> 4, str(symbol.info >> 4)),
+        visibility=VISIBILITIES[symbol.other & 3],
+        kind=SYMBOL_TYPES.get(symbol.info & 0xF, str(symbol.info & 0xF)),
+        defined=symbol.section != SHN_UNDEF,
+    )
+
+
 def _read_symtab(path: Path) -> dict[str, SymbolInfo]:
     """Every named ``.symtab`` symbol, a defined one winning over an undefined one."""
     symbols: dict[str, SymbolInfo] = {}
     try:
-        with path.open("rb") as stream:
-            elf = ELFFile(stream)
-            symtab = elf.get_section_by_name(".symtab")
-            if not isinstance(symtab, SymbolTableSection):
-                return symbols
-            found = list(_table_symbols(elf, symtab))
-    except CORRUPT_ELF_ERRORS:
+        with open_elf(path) as tables:
+            symtab = tables.section_of_type(SHT_SYMTAB)
+            found = [_symbol_info(s) for s in tables.symbols(symtab)] if symtab else []
+    except ElfError:
         return symbols
     for symbol in found:
         if symbol.defined or symbol.name not in symbols:
             symbols[symbol.name] = symbol
     return symbols
-
-
-def _table_symbols(elf: ELFFile, table: SymbolTableSection) -> Iterator[SymbolInfo]:
-    """The named symbols of a symbol table. pyelftools finds the section and its strings; the
-    entries are unpacked here with struct in one pass (a static cudart brings thousands, which
-    pyelftools parses one object at a time: 0.2 s)."""
-    strings = elf.get_section(table["sh_link"]).data()
-    for name_offset, info, other, shndx in _symbol_entries(table.data(), elf.elfclass, elf.little_endian):
-        end = strings.find(b"\0", name_offset)
-        name = strings[name_offset : end if end >= 0 else len(strings)].decode("utf-8", "replace")
-        if name:
-            yield SymbolInfo(
-                name=name,
-                bind=BINDS.get(info >> 4, str(info >> 4)),
-                visibility=VISIBILITIES[other & 3],
-                kind=SYMBOL_TYPES.get(info & 0xF, str(info & 0xF)),
-                defined=shndx != 0,
-            )
-
-
-def _symbol_entries(data: bytes, elfclass: int, little_endian: bool) -> list[tuple[int, int, int, int]]:
-    """(st_name, st_info, st_other, st_shndx) of each Elf32_Sym / Elf64_Sym."""
-    order = "<" if little_endian else ">"
-    if elfclass == 64:
-        layout = struct.Struct(order + "IBBHQQ")
-        return [(n, i, o, x) for n, i, o, x, _, _ in layout.iter_unpack(data[: len(data) - len(data) % layout.size])]
-    layout = struct.Struct(order + "IIIBBH")
-    return [(n, i, o, x) for n, _, _, i, o, x in layout.iter_unpack(data[: len(data) - len(data) % layout.size])]
 
 
 def _one_line(exc: BaseException) -> str:

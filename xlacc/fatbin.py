@@ -17,13 +17,13 @@ parses them by hand. Layout, checked against nvcc 13.0 output and ``cuobjdump --
 
 from __future__ import annotations
 
-import mmap
 import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from xlacc.elf import ElfError, open_elf
+from xlacc.elf_tables import SHT_NOBITS
 
 FATBIN_MAGIC = 0xBA55ED50
 CONTAINER_HEADER = struct.Struct("<IHHQ")
@@ -163,26 +163,17 @@ def read_fatbin(path: str | Path) -> list[FatbinEntry]:
     if _is_raw_fatbin(path):  # the output of `nvcc -fatbin`
         return _parse_or_raise(path, "fatbin", path.read_bytes())
     with open_elf(path) as elf:
-        section = next(
-            (s for name in FATBIN_SECTIONS if (s := elf.get_section_by_name(name)) is not None),
-            None,
-        )
-        if section is None or section["sh_type"] == "SHT_NOBITS" or section["sh_size"] == 0:
+        section = next((s for name in FATBIN_SECTIONS if (s := elf.section(name)) is not None), None)
+        if section is None or section.type == SHT_NOBITS or section.size == 0:
             return []
-        start, size = section["sh_offset"], section["sh_size"]
-        file_size = path.stat().st_size
-        if start + size > file_size:
+        start, size = section.offset, section.size
+        if start + size > elf.size:
             raise ElfError(
                 "truncated",
-                f"{path}: section {section.name} ends at {start + size}, "
-                f"the file at {file_size}",
+                f"{path}: section {section.name} ends at {start + size}, the file at {elf.size}",
             )
-        # mmap: only the headers are read, not the (often large) cubins between them.
-        with (
-            mmap.mmap(elf.stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
-            memoryview(mapped) as whole,
-            whole[start : start + size] as window,
-        ):
+        # Over the file's map: only the headers are read, not the (often large) cubins between them.
+        with memoryview(elf.data) as whole, whole[start : start + size] as window:
             return _parse_or_raise(path, section.name, window)
 
 

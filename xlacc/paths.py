@@ -9,7 +9,6 @@ build writes), never a file the user wrote.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import stat
 from collections.abc import Iterable, Mapping, Sequence
@@ -179,7 +178,7 @@ def _make_parents(directory: Path) -> list[Path]:
 
 
 def _sibling(target: Path, kind: str) -> Path:
-    return target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.{kind}")
+    return target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.{kind}")
 
 
 def _write_temporary(target: Path, data: bytes) -> Path:

@@ -1,0 +1,209 @@
+"""An ELF file's fixed-size tables, unpacked with struct: the header, program and section
+headers, dynamic entries, string and symbol tables.
+
+Written by hand, although pyelftools reads all of this, because of time: importing pyelftools
+takes 35-50 ms and its parsing of a library's section headers 10-20 ms more, a quarter of the
+0.25 s that `xlacc doctor --so` and a build's check of its library may take, while these tables
+are a few fixed record layouts. pyelftools still reads what takes more than a table lookup: a
+library without section headers, whose symbols only its dynamic segment's hash tables can count
+(xlacc.elf imports it for that case alone).
+
+Every offset and size read from the file is checked against the file's length: a damaged file
+raises :class:`TableError`, never reads past its end.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from dataclasses import dataclass
+from typing import Iterator, NamedTuple
+
+ELF_MAGIC = b"\x7fELF"
+ELFCLASS32, ELFCLASS64 = 1, 2
+ELFDATA2LSB, ELFDATA2MSB = 1, 2
+IDENT_SIZE = 16
+SHT_SYMTAB, SHT_DYNAMIC, SHT_NOBITS, SHT_DYNSYM = 2, 6, 8, 11
+PT_LOAD, PT_DYNAMIC = 1, 2
+SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
+DT_NULL = 0
+
+
+class TableError(ValueError):
+    """A table that does not fit the file; ``truncated`` when the file ends too early for it."""
+
+    def __init__(self, message: str, truncated: bool = False):
+        super().__init__(message)
+        self.truncated = truncated
+
+
+class Layout(NamedTuple):
+    """The struct formats of one ELF class and byte order (field order differs between classes)."""
+
+    header: struct.Struct
+    section: struct.Struct
+    segment: struct.Struct
+    segment_fields: tuple[int, int, int]  # indices of p_type, p_offset, p_filesz
+    dynamic: struct.Struct
+    symbol: struct.Struct
+    symbol_fields: tuple[int, int, int, int]  # indices of st_name, st_info, st_other, st_shndx
+
+
+def _layout(elf_class: int, order: str) -> Layout:
+    if elf_class == ELFCLASS64:
+        return Layout(
+            header=struct.Struct(order + "HHIQQQIHHHHHH"),
+            section=struct.Struct(order + "IIQQQQIIQQ"),
+            segment=struct.Struct(order + "IIQQQQQQ"),
+            segment_fields=(0, 2, 5),
+            dynamic=struct.Struct(order + "qQ"),
+            symbol=struct.Struct(order + "IBBHQQ"),
+            symbol_fields=(0, 1, 2, 3),
+        )
+    return Layout(
+        header=struct.Struct(order + "HHIIIIIHHHHHH"),
+        section=struct.Struct(order + "IIIIIIIIII"),
+        segment=struct.Struct(order + "IIIIIIII"),
+        segment_fields=(0, 1, 4),
+        dynamic=struct.Struct(order + "iI"),
+        symbol=struct.Struct(order + "IIIBBH"),
+        symbol_fields=(0, 3, 4, 5),
+    )
+
+
+@dataclass(frozen=True)
+class Section:
+    index: int
+    name: str
+    type: int
+    offset: int
+    size: int
+    link: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    type: int
+    offset: int
+    size: int  # bytes in the file (p_filesz)
+
+
+class RawSymbol(NamedTuple):
+    name: str
+    info: int  # binding << 4 | type
+    other: int  # visibility in the low two bits
+    section: int  # SHN_UNDEF for an undefined symbol
+
+
+class ElfTables:
+    """The tables of the ELF file in ``data`` (bytes or a read-only map of the file)."""
+
+    def __init__(self, data: bytes | mmap.mmap):
+        self.data = data
+        self.size = len(data)
+        if self.size < IDENT_SIZE or data[:4] != ELF_MAGIC:
+            raise TableError(f"unreadable ELF header ({self.size} bytes)", truncated=self.size < IDENT_SIZE)
+        elf_class, byte_order = data[4], data[5]
+        if elf_class not in (ELFCLASS32, ELFCLASS64) or byte_order not in (ELFDATA2LSB, ELFDATA2MSB):
+            raise TableError(f"unknown ELF class {elf_class} or data encoding {byte_order}")
+        self.elf_class = elf_class
+        self.layout = _layout(elf_class, "<" if byte_order == ELFDATA2LSB else ">")
+        header = self._unpack(self.layout.header, IDENT_SIZE, "the ELF header")
+        (self.e_type, self.e_machine, _version, _entry, phoff, shoff, _flags, _ehsize,
+         phentsize, phnum, shentsize, shnum, shstrndx) = header
+        self.segments = self._segments(phoff, phentsize, phnum)
+        self._require_loadable()
+        self.sections = self._sections(shoff, shentsize, shnum, shstrndx)
+
+    # --- headers ---------------------------------------------------------------------------
+
+    def _unpack(self, layout: struct.Struct, offset: int, what: str) -> tuple:
+        if offset + layout.size > self.size:
+            raise TableError(f"ELF file cut short ({self.size} bytes, {what} needs {offset + layout.size})", truncated=True)
+        return layout.unpack_from(self.data, offset)
+
+    def _table(self, layout: struct.Struct, offset: int, entry_size: int, count: int, what: str) -> list[tuple]:
+        if count and entry_size < layout.size:
+            raise TableError(f"{what}: entries of {entry_size} bytes, expected at least {layout.size}")
+        end = offset + entry_size * count
+        if end > self.size:
+            raise TableError(f"ELF file cut short ({self.size} bytes, its {what} need {end})", truncated=True)
+        return [layout.unpack_from(self.data, offset + i * entry_size) for i in range(count)]
+
+    def _segments(self, offset: int, entry_size: int, count: int) -> list[Segment]:
+        kind, start, size = self.layout.segment_fields
+        rows = self._table(self.layout.segment, offset, entry_size, count if offset else 0, "program headers")
+        return [Segment(row[kind], row[start], row[size]) for row in rows]
+
+    def _sections(self, offset: int, entry_size: int, count: int, names_index: int) -> list[Section]:
+        if not offset:
+            return []
+        first = self._table(self.layout.section, offset, entry_size, 1, "section headers")[0]
+        # More than 0xff00 sections: the real count and names index live in section 0.
+        count = count or first[5]
+        names_index = first[6] if names_index == SHN_XINDEX else names_index
+        rows = self._table(self.layout.section, offset, entry_size, count, "section headers")
+        if not 0 <= names_index < len(rows):
+            raise TableError(f"section names in section {names_index}, of {len(rows)}")
+        names = self._bytes(rows[names_index][4], rows[names_index][5], "the section names")
+        return [
+            Section(i, string_at(names, name, "a section name"), kind, start, size, link)
+            for i, (name, kind, _flags, _address, start, size, link, *_rest) in enumerate(rows)
+        ]
+
+    def _require_loadable(self) -> None:
+        end = max((s.offset + s.size for s in self.segments if s.type == PT_LOAD), default=0)
+        if end > self.size:
+            raise TableError(f"ELF file cut short ({self.size} bytes, its loadable segments need {end})", truncated=True)
+
+    # --- contents --------------------------------------------------------------------------
+
+    def _bytes(self, offset: int, size: int, what: str) -> bytes:
+        if offset + size > self.size:
+            raise TableError(f"{what} end at {offset + size}, past the file's {self.size} bytes")
+        return bytes(self.data[offset : offset + size])
+
+    def section(self, name: str) -> Section | None:
+        return next((s for s in self.sections if s.name == name), None)
+
+    def section_of_type(self, section_type: int) -> Section | None:
+        return next((s for s in self.sections if s.type == section_type), None)
+
+    def contents(self, section: Section) -> bytes:
+        if section.type == SHT_NOBITS:
+            return b""
+        return self._bytes(section.offset, section.size, f"section {section.name}")
+
+    def linked(self, section: Section) -> Section:
+        if not 0 < section.link < len(self.sections):
+            raise TableError(f"section {section.name} links to section {section.link}, of {len(self.sections)}")
+        return self.sections[section.link]
+
+    def dynamic_entries(self, dynamic: Section) -> Iterator[tuple[int, int]]:
+        """(d_tag, d_val) of each entry before DT_NULL."""
+        layout = self.layout.dynamic
+        data = self.contents(dynamic)
+        for tag, value in layout.iter_unpack(data[: len(data) - len(data) % layout.size]):
+            if tag == DT_NULL:
+                return
+            yield tag, value
+
+    def symbols(self, table: Section) -> Iterator[RawSymbol]:
+        """The named symbols of a SHT_SYMTAB / SHT_DYNSYM section, in one pass (thousands in a
+        library with a static cudart)."""
+        strings = self.contents(self.linked(table))
+        data = self.contents(table)
+        layout = self.layout.symbol
+        name, info, other, shndx = self.layout.symbol_fields
+        for row in layout.iter_unpack(data[: len(data) - len(data) % layout.size]):
+            text = string_at(strings, row[name], f"a symbol name of {table.name}")
+            if text:
+                yield RawSymbol(text, row[info], row[other], row[shndx])
+
+
+def string_at(table: bytes, offset: int, what: str = "a string") -> str:
+    """The NUL-terminated string at ``offset`` of a string table's contents."""
+    if offset >= len(table) and offset:
+        raise TableError(f"{what} starts at {offset}, past its table's {len(table)} bytes")
+    end = table.find(b"\0", offset)
+    return table[offset : end if end >= 0 else len(table)].decode("utf-8", "replace")
