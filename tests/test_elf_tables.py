@@ -24,7 +24,7 @@ int mangled_function(float* x) { return x != nullptr; }
 
 
 def _run(*argv: str | Path) -> bool:
-    return subprocess.run([str(a) for a in argv], capture_output=True).returncode == 0
+    return shutil.which(argv[0]) is not None and subprocess.run([str(a) for a in argv], capture_output=True).returncode == 0
 
 
 @pytest.fixture(scope="module")

@@ -23,10 +23,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from xlacc.elf_tables import PT_DYNAMIC, SHT_DYNAMIC, SHT_DYNSYM, SHT_SYMTAB, SHN_UNDEF, ElfTables, RawSymbol, TableError, string_at
+from xlacc.elf_tables import (
+    ELF_MAGIC,
+    PT_DYNAMIC,
+    SHN_UNDEF,
+    SHT_DYNAMIC,
+    SHT_DYNSYM,
+    SHT_SYMTAB,
+    ElfTables,
+    RawSymbol,
+    TableError,
+    string_at,
+)
 from xlacc.errors import XlaccError
 
-ELF_MAGIC = b"\x7fELF"
 ELF_KINDS = ("not-found", "invalid", "truncated", "wrong-machine")
 EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK"})
 EXPORTED_VISIBILITIES = frozenset({"DEFAULT", "PROTECTED"})
