@@ -266,14 +266,32 @@ def test_missing_lists_closest_exported_names(symbols):
 def test_symtab_is_read_only_when_a_symbol_is_not_exported(built, monkeypatch):
     reads = []
     original = elf._read_symtab
-    monkeypatch.setattr(elf, "_read_symtab", lambda path: reads.append(path) or original(path))
+    monkeypatch.setattr(elf, "_read_symtab", lambda path, name: reads.append(name) or original(path, name))
     so = read_shared_object(built["symbols"])
     find_symbol(so, "XlaGpuSimpleAddFfi")
     assert reads == []
     find_symbol(so, "XlaGpuHiddenKernel")
     find_symbol(so, "NotThere")
-    assert so.local_symbol("XlaGpuHiddenKernel").defined
-    assert reads == [built["symbols"]]
+    assert reads == ["XlaGpuHiddenKernel", "NotThere"]
+
+
+def test_local_definitions_keep_only_the_names_that_hold_the_one_asked_for(symbols):
+    assert set(symbols.local_definitions("XlaGpuHiddenKernel")) == {"XlaGpuHiddenKernel"}
+    assert [n for n in symbols.local_definitions("HiddenCpp")] == ["_Z9HiddenCppi"]
+    assert symbols.local_definitions("NotThere") == {}
+    assert all(s.defined for s in symbols.local_definitions("Xla").values())
+
+
+def test_a_short_name_in_a_large_library_demangles_a_bounded_number_likely_ones_first(monkeypatch):
+    """`--symbol at` against libtorch: the name is inside 100,000s of mangled names (`N2at6TensorE`)."""
+    info = elf.SymbolInfo("", "GLOBAL", "HIDDEN", "FUNC", True)
+    scopes = {f"_ZN2at6Tensor{i}fooEv": info for i in range(3 * elf.MAX_DEMANGLED)}
+    symbols = {**scopes, "_ZN3ska9flat_hash2atERKi": info}
+    asked = []
+    monkeypatch.setattr(elf, "demangle", lambda names: asked.append(list(names)) or {n: n for n in names})
+    found = elf._find_mangled("at", symbols)
+    assert len(asked[0]) == elf.MAX_DEMANGLED and asked[0][0] == "_ZN3ska9flat_hash2atERKi"
+    assert found == (info, None)  # no demangler: the function-shaped name is trusted
 
 
 def test_stripped_library_has_no_local_symbols(built, tmp_path):
@@ -284,7 +302,7 @@ def test_stripped_library_has_no_local_symbols(built, tmp_path):
     shutil.copy(built["symbols"], stripped)
     subprocess.run([strip, "--strip-all", str(stripped)], check=True)
     so = read_shared_object(stripped)
-    assert so.local_symbol("XlaGpuHiddenKernel") is None
+    assert so.local_definitions("XlaGpuHiddenKernel") == {}
     assert find_symbol(so, "XlaGpuHiddenKernel").status == "missing"
     assert find_symbol(so, "XlaGpuSimpleAddFfi").status == "exported"
 

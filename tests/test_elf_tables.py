@@ -172,3 +172,12 @@ def test_a_symbol_table_linked_to_no_section_is_an_error(libraries):
     broken = ElfTables(bytes(data))
     with pytest.raises(TableError, match="links to section 999"):
         list(broken.symbols(broken.section_of_type(SHT_DYNSYM)))
+
+
+def test_symbols_containing_a_name_are_those_of_the_whole_table_that_hold_it(libraries):
+    tables = _tables(libraries["built"])
+    symtab = tables.section_of_type(SHT_SYMTAB)
+    every = list(tables.symbols(symtab))
+    assert list(tables.symbols(symtab, b"function")) == [s for s in every if "function" in s.name]
+    assert {s.name for s in tables.symbols(symtab, b"function")} >= {"exported_function", "_Z16mangled_functionPf"}
+    assert list(tables.symbols(symtab, b"no_such_name")) == []

@@ -1,8 +1,8 @@
 """Read what a shared library exports, hides and needs.
 
 ``read_shared_object`` reads the ELF header, ``.dynamic`` and ``.dynsym`` (xlacc.elf_tables;
-about a millisecond); ``.symtab`` is read only when :meth:`SharedObject.local_symbol` is asked
-for a name, which only happens when a symbol is not exported.
+about a millisecond); ``.symtab`` is read only when a symbol is not exported
+(:meth:`SharedObject.local_definitions`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,9 @@ SEARCH_PATH_TAGS = ("DT_RPATH", "DT_RUNPATH")  # colon-separated lists of direct
 # What pyelftools raises on a damaged file (a bad offset seeks nowhere, a bad index overflows).
 CORRUPT_ELF_ERRORS = (struct.error, ValueError, IndexError, KeyError, OverflowError, OSError)
 
+# Mangled names passed to c++filt per name asked for: a short name (`at`) is inside 100,000s of
+# the symbols of a large C++ library.
+MAX_DEMANGLED = 1000
 # Short names by e_machine (EM_X86_64, EM_AARCH64, ...); pyelftools' description ("Advanced
 # Micro Devices X86-64") is the fallback for machines not listed here.
 MACHINE_NAMES = {
@@ -126,19 +129,11 @@ class SharedObject:
     runpath: list[str]
     exported: dict[str, SymbolInfo]
     undefined: set[str]
-    _local_symbols: dict[str, SymbolInfo] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
-
-    def local_symbol(self, name: str) -> SymbolInfo | None:
-        """The ``.symtab`` entry for ``name`` (None when absent or the library is stripped)."""
-        return self.local_symbols().get(name)
-
-    def local_symbols(self) -> dict[str, SymbolInfo]:
-        """All named ``.symtab`` symbols, read on first use and kept."""
-        if self._local_symbols is None:
-            self._local_symbols = _read_symtab(self.path)
-        return self._local_symbols
+    def local_definitions(self, name: str) -> dict[str, SymbolInfo]:
+        """The symbols defined in ``.symtab`` whose names hold ``name`` (itself, or a C++ name
+        mangled around it), by name; {} for a stripped library. Each call reads the table again
+        and keeps only these: a .symtab can hold half a million names."""
+        return _read_symtab(self.path, name)
 
 
 @dataclass(frozen=True)
@@ -341,19 +336,16 @@ def _symbol_info(symbol: RawSymbol) -> SymbolInfo:
     )
 
 
-def _read_symtab(path: Path) -> dict[str, SymbolInfo]:
-    """Every named ``.symtab`` symbol, a defined one winning over an undefined one."""
-    symbols: dict[str, SymbolInfo] = {}
+def _read_symtab(path: Path, name: str) -> dict[str, SymbolInfo]:
+    encoded = _encoded(name)
     try:
         with open_elf(path) as tables:
             symtab = tables.section_of_type(SHT_SYMTAB)
-            found = [_symbol_info(s) for s in tables.symbols(symtab)] if symtab else []
+            found = tables.symbols(symtab, name.encode()) if symtab else ()
+            kept = [s for s in found if s.section != SHN_UNDEF and (s.name == name or _mangled_with(s.name, encoded))]
     except ElfError:
-        return symbols
-    for symbol in found:
-        if symbol.defined or symbol.name not in symbols:
-            symbols[symbol.name] = symbol
-    return symbols
+        return {}
+    return {symbol.name: _symbol_info(symbol) for symbol in kept}
 
 
 def _one_line(exc: BaseException) -> str:
@@ -382,10 +374,9 @@ def find_symbol(so: SharedObject, name: str) -> SymbolStatus:
 
 def _find_hidden(so: SharedObject, name: str) -> tuple[SymbolInfo, str | None] | None:
     """A definition in ``.symtab`` that the dynamic linker cannot see (LOCAL or HIDDEN)."""
-    local = so.local_symbol(name)
-    if local is not None and local.defined:
-        return local, None
-    defined = {n: s for n, s in so.local_symbols().items() if s.defined}
+    defined = so.local_definitions(name)
+    if name in defined:
+        return defined[name], None
     return _find_mangled(name, defined)
 
 
@@ -393,9 +384,9 @@ def _find_mangled(
     name: str, symbols: dict[str, SymbolInfo]
 ) -> tuple[SymbolInfo, str | None] | None:
     """A C++-mangled symbol whose function name is ``name``, and its demangled signature."""
-    # Itanium mangling writes each source name as <length><name>: a cheap filter before c++filt.
-    encoded = f"{len(name)}{name}"
-    candidates = sorted(n for n in symbols if n.startswith("_Z") and encoded in n)
+    encoded = _encoded(name)
+    likely_first = sorted((n for n in symbols if _mangled_with(n, encoded)), key=lambda n: (not _function_shaped(n, encoded), n))
+    candidates = likely_first[:MAX_DEMANGLED]
     if not candidates:
         return None
     demangled = demangle(candidates)
@@ -403,12 +394,26 @@ def _find_mangled(
         text = demangled.get(mangled, mangled)
         if text != mangled and function_name(text) == name:
             return symbols[mangled], text
-    if all(demangled.get(m, m) == m for m in candidates):
-        # No demangler on this machine: trust the mangled structure (_Z<len><name> or _ZN..E).
+    if all(demangled.get(m, m) == m for m in candidates):  # no demangler on this machine
         for mangled in candidates:
-            if mangled.startswith(f"_Z{encoded}") or f"{encoded}E" in mangled:
+            if _function_shaped(mangled, encoded):
                 return symbols[mangled], None
     return None
+
+
+def _encoded(name: str) -> str:
+    """Itanium mangling writes each source name as <length><name>."""
+    return f"{len(name)}{name}"
+
+
+def _mangled_with(symbol: str, encoded: str) -> bool:
+    return symbol.startswith("_Z") and encoded in symbol
+
+
+def _function_shaped(mangled: str, encoded: str) -> bool:
+    """The name is the function's own (``_Z3foo...``, or last in a nested name ``_ZN2ns3fooE...``),
+    not one of its scopes or parameter types."""
+    return mangled.startswith(f"_Z{encoded}") or f"{encoded}E" in mangled
 
 
 def function_name(demangled: str) -> str:

@@ -188,22 +188,29 @@ class ElfTables:
                 return
             yield tag, value
 
-    def symbols(self, table: Section) -> Iterator[RawSymbol]:
-        """The named symbols of a SHT_SYMTAB / SHT_DYNSYM section, in one pass (thousands in a
-        library with a static cudart)."""
+    def symbols(self, table: Section, containing: bytes = b"") -> Iterator[RawSymbol]:
+        """The named symbols of a SHT_SYMTAB / SHT_DYNSYM section, in one pass; with
+        ``containing``, only those whose names hold it, and no other name is decoded: a table whose
+        strings lack it is not walked at all (a .symtab can hold half a million names, 80 MB)."""
         strings = self.contents(self.linked(table))
+        if containing not in strings:
+            return
         data = self.contents(table)
         layout = self.layout.symbol
         name, info, other, shndx = self.layout.symbol_fields
         for row in layout.iter_unpack(data[: len(data) - len(data) % layout.size]):
-            text = string_at(strings, row[name], f"a symbol name of {table.name}")
-            if text:
-                yield RawSymbol(text, row[info], row[other], row[shndx])
+            raw = _string_bytes(strings, row[name], f"a symbol name of {table.name}")
+            if raw and containing in raw:
+                yield RawSymbol(raw.decode("utf-8", "replace"), row[info], row[other], row[shndx])
 
 
 def string_at(table: bytes, offset: int, what: str = "a string") -> str:
     """The NUL-terminated string at ``offset`` of a string table's contents."""
+    return _string_bytes(table, offset, what).decode("utf-8", "replace")
+
+
+def _string_bytes(table: bytes, offset: int, what: str) -> bytes:
     if offset >= len(table) and offset:
         raise TableError(f"{what} starts at {offset}, past its table's {len(table)} bytes")
     end = table.find(b"\0", offset)
-    return table[offset : end if end >= 0 else len(table)].decode("utf-8", "replace")
+    return table[offset : end if end >= 0 else len(table)]
