@@ -138,10 +138,37 @@ def write_log(path: Path, megabytes: int, message: str) -> None:
 def test_a_200_mb_log_in_bounded_time_and_memory(tmp_path):
     log = tmp_path / "big.log"
     write_log(log, 200, "E0101 custom_call.cc:1] No registered implementation for custom call to my_op for platform CUDA")
-    done, _, _ = doctor("--json", "--log", str(log), seconds=20)
+    done, _, _ = doctor("--json", "--log", str(log), seconds=10)
     report = json.loads(done.stdout)
     assert report["findings"][0]["code"] == "target-not-registered" and "my_op" in report["findings"][0]["title"]
     assert re.search(r"\(2\d\d\.\d MB; read the first and last lines", report["checks"][0]["detail"])
+
+
+@pytest.mark.parametrize(
+    "inserted, found",
+    [
+        ("Segmentation fault", True),
+        ("Segmen7ation fault", False),  # a word broken by a digit is not a word, folded or not
+        ("registered as 42 PJRT", True),
+        ("no anchor at all 123", False),
+    ],
+)
+@pytest.mark.parametrize("where", [0, 5_000, -1])
+@pytest.mark.parametrize("chatter", [True, False], ids=["numbered-chatter", "distinct-lines"])
+def test_a_long_text_is_searched_by_distinct_lines_with_the_same_answer(inserted, found, where, chatter):
+    anchors = text.interesting()
+    distinct = ("".join("qwzy"[(i >> (2 * k)) & 3] for k in range(8)) for i in range(10_000))
+    lines = [f"I0101 00:00:{i % 60:02d}.{i:06d} step {i} loss 0.{i:04d}" for i in range(10_000)] if chatter else list(distinct)
+    lines.insert(where if where >= 0 else len(lines), inserted)
+    long_text = "\n".join(lines)
+    assert len(long_text) > text.FOLD_ABOVE
+    assert anchors.search(long_text) == found == any(word in long_text for word in anchors.words)
+
+
+def test_anchor_words_with_a_digit_or_newline_are_refused():
+    for word in ("sm_90", "two\nlines"):
+        with pytest.raises(ValueError, match="newline or a digit"):
+            text.Anchors(("ok", word))
 
 
 def test_a_log_whose_every_line_names_a_rule_word_stays_bounded(tmp_path):

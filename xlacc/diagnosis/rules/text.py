@@ -27,6 +27,8 @@ MAX_MATCHES_PER_RULE = 5
 MAX_LINE = 4096  # longer lines are cut before any rule sees them
 HLO_WORDS = ("HloModule", "ENTRY", "func.func", "custom")
 MAX_EXCERPT = 240
+FOLD_ABOVE = 1 << 16  # characters: a longer text of repeated lines is searched once per distinct line
+DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 MIN_TERMINAL_WIDTH = 40
 
 # A target name, stopped before the words that follow it in XLA's messages.
@@ -659,13 +661,32 @@ def _compiled() -> tuple[tuple[TextRule, re.Pattern, re.Pattern], ...]:
 @dataclass(frozen=True)
 class Anchors:
     """The words text rules look for, as plain substrings: ``search`` answers whether a text holds
-    one. Substring tests run at memory speed where a regular expression of alternatives does not
-    (a 200 MB log is scanned in seconds); no word contains another, so none is tested twice."""
+    one. Substring tests run at memory speed where a regular expression of alternatives does not;
+    no word contains another, so none is tested twice. A long text of repeated lines is searched
+    once per distinct line, its digits all read as 0: a log's chatter (numbered lines of a few
+    templates) folds to its templates, and no word spans lines or holds a digit, so the answer is
+    the same."""
 
     words: tuple[str, ...]
 
+    def __post_init__(self):
+        if any("\n" in word or any(c.isdigit() for c in word) for word in self.words):
+            raise ValueError("an anchor word holds a newline or a digit: a folded text would miss or invent it")
+
     def search(self, text: str) -> bool:
+        text = _folded(text)
         return any(word in text for word in self.words)
+
+
+def _folded(text: str) -> str:
+    """A long text whose start repeats a few line templates, as its distinct lines with digits read
+    as 0; any other text as it is (folding unique lines would only add to the search)."""
+    if len(text) <= FOLD_ABOVE:
+        return text
+    sample = text[:FOLD_ABOVE].translate(DIGITS_AS_ZERO).split("\n")
+    if len(set(sample)) * 2 > len(sample):
+        return text
+    return "\n".join(set(text.translate(DIGITS_AS_ZERO).split("\n")))
 
 
 @functools.lru_cache(maxsize=1)
