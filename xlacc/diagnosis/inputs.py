@@ -12,6 +12,7 @@ than :data:`MAX_LINE` reaches a rule.
 from __future__ import annotations
 
 import codecs
+import itertools
 import json
 import os
 import re
@@ -208,7 +209,11 @@ def _sorted(result: Walk) -> Walk:
 
 
 class Interesting(Protocol):
-    def search(self, text: str) -> object: ...  # truthy when the text names something a rule reads
+    """What a text rule reads (:class:`xlacc.diagnosis.rules.text.Anchors`)."""
+
+    def within(self, text: str) -> Interesting | None: ...  # what of it the text names; None: nothing
+
+    def segments_holding(self, text: str, starts: list[int]) -> set[int]: ...  # indices of those that name some
 
 
 @dataclass
@@ -229,9 +234,10 @@ class LogCollector:
     """Fed bytes in chunks (a file, a child's pipe); keeps a bounded head, tail and matching middle.
 
     ``interesting`` tells a text that names something the text rules look for
-    (:func:`xlacc.diagnosis.rules.text.interesting`). Lines are tested in groups of
-    :data:`GROUP_LINES` (one substring pass per word, not a Python loop per line); a matching group
-    is kept whole, with :data:`CONTEXT_LINES` lines on each side for messages a logger wrapped.
+    (:func:`xlacc.diagnosis.rules.text.interesting`). Each chunk's lines are read in groups of
+    :data:`GROUP_LINES`, found with one substring scan per word (no Python loop per line); a group
+    that names one is kept whole, with :data:`CONTEXT_LINES` lines on each side for messages a
+    logger wrapped.
     Of the middle, the first and the last :data:`MAX_KEPT_BYTES` / 2 are kept: a log full of
     matching lines costs no more than that, and its first and last errors both survive."""
 
@@ -267,23 +273,31 @@ class LogCollector:
             lines = lines[len(taken) :]
         if not lines:
             return
-        interesting = self.interesting
-        if self.count > self.keep_until and (interesting is None or not interesting.search("\n".join(lines))):
+        text = "\n".join(lines)
+        interesting = self.interesting.within(text) if self.interesting else None
+        if self.count > self.keep_until and interesting is None:
             self._recent(lines)
             return
+        base = self.count
+        before = dict(list(self.recent)[-CONTEXT_LINES:])  # the lines just before these, by number
+        matching = interesting.segments_holding(text, _group_starts(lines)) if interesting else set()
         for start in range(0, len(lines), GROUP_LINES):
+            first = base + start
+            if first > self.keep_until and start // GROUP_LINES not in matching:
+                continue
             group = [line[:MAX_LINE] for line in lines[start : start + GROUP_LINES]]
-            first = self.count
-            if interesting is not None and interesting.search("\n".join(group)):
-                for number, line in list(self.recent)[-CONTEXT_LINES:]:
-                    self._keep(number, line)
+            if start // GROUP_LINES in matching:
+                for number in range(first - CONTEXT_LINES, first):
+                    line = lines[number - base][:MAX_LINE] if number >= base else before.get(number)
+                    if line is not None:
+                        self._keep(number, line)
                 for offset, line in enumerate(group):
                     self._keep(first + offset, line)
                 self.keep_until = first + len(group) - 1 + CONTEXT_LINES
             else:
                 for offset, line in enumerate(group[: max(0, self.keep_until - first + 1)]):
                     self._keep(first + offset, line)
-            self._recent(group)
+        self._recent(lines)
 
     def _recent(self, lines: list[str]) -> None:
         start = self.count
@@ -322,6 +336,12 @@ class LogCollector:
             parts.append(text)
             previous = number
         return LogText("\n".join(parts), self.count, self.bytes, omitted)
+
+
+def _group_starts(lines: list[str]) -> list[int]:
+    """Where each group of GROUP_LINES lines starts in ``"\\n".join(lines)``."""
+    lengths = list(itertools.accumulate(map(len, lines)))  # no newlines: they add one per line
+    return [0] + [lengths[last] + last + 1 for last in range(GROUP_LINES - 1, len(lines) - 1, GROUP_LINES)]
 
 
 def read_log(stream: BinaryIO, interesting: Interesting | None) -> LogText:

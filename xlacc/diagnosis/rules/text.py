@@ -12,6 +12,7 @@ Patterns therefore write whitespace as ``\\s+`` (``\\s*`` in the glued pass).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import re
@@ -660,12 +661,10 @@ def _compiled() -> tuple[tuple[TextRule, re.Pattern, re.Pattern], ...]:
 
 @dataclass(frozen=True)
 class Anchors:
-    """The words text rules look for, as plain substrings: ``search`` answers whether a text holds
-    one. Substring tests run at memory speed where a regular expression of alternatives does not;
-    no word contains another, so none is tested twice. A long text of repeated lines is searched
-    once per distinct line, its digits all read as 0: a log's chatter (numbered lines of a few
-    templates) folds to its templates, and no word spans lines or holds a digit, so the answer is
-    the same."""
+    """The words text rules look for, as plain substrings, found with ``str.find``: substring
+    scans run at memory speed where a regular expression of alternatives does not, and no word
+    contains another, so none is scanned for twice. No word spans lines or holds a digit (a long
+    text of repeated lines is first read once per distinct line, digits as 0)."""
 
     words: tuple[str, ...]
 
@@ -673,14 +672,30 @@ class Anchors:
         if any("\n" in word or any(c.isdigit() for c in word) for word in self.words):
             raise ValueError("an anchor word holds a newline or a digit: a folded text would miss or invent it")
 
-    def search(self, text: str) -> bool:
-        text = _folded(text)
-        return any(word in text for word in self.words)
+    def within(self, text: str) -> Anchors | None:
+        """The words ``text`` holds; None when it holds none."""
+        folded = _folded(text)
+        found = tuple(word for word in self.words if word in folded)
+        return Anchors(found) if found else None
+
+    def segments_holding(self, text: str, starts: list[int]) -> set[int]:
+        """Which segments of ``text`` hold a word, segment i starting at ``starts[i]`` (in order,
+        the first at 0): a word found, the search goes on from the next segment, so the work is
+        one scan per word and one step per segment that holds it."""
+        holding = set()
+        for word in self.words:
+            at = text.find(word)
+            while at >= 0:
+                segment = bisect.bisect_right(starts, at) - 1
+                holding.add(segment)
+                at = text.find(word, starts[segment + 1]) if segment + 1 < len(starts) else -1
+        return holding
 
 
 def _folded(text: str) -> str:
-    """A long text whose start repeats a few line templates, as its distinct lines with digits read
-    as 0; any other text as it is (folding unique lines would only add to the search)."""
+    """A long text whose start repeats a few line templates (a log's numbered chatter), as its
+    distinct lines with digits read as 0; any other text as it is (folding distinct lines would
+    only add to the search)."""
     if len(text) <= FOLD_ABOVE:
         return text
     sample = text[:FOLD_ABOVE].translate(DIGITS_AS_ZERO).split("\n")
