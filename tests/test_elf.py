@@ -21,6 +21,7 @@ from xlacc.elf import (
     normalize_machine,
     read_shared_object,
 )
+from xlacc.elf_tables import PT_DYNAMIC, ElfTables
 from xlacc.errors import XlaccError
 
 GXX = shutil.which("g++")
@@ -319,6 +320,20 @@ def test_library_without_section_headers_is_read_from_its_dynamic_segment(built,
     for read in ("needed", "runpath", "exported", "undefined"):
         assert getattr(cut, read) == getattr(whole, read), read
     assert "user" in cut.exported
+
+
+def test_a_headerless_library_with_a_damaged_dynamic_segment_is_invalid(built, tmp_path):
+    data = bytearray(built["user"].read_bytes())
+    tables = ElfTables(bytes(data))
+    dynamic = next(s for s in tables.segments if s.type == PT_DYNAMIC)
+    for at in range(dynamic.offset, dynamic.offset + dynamic.size, 16):
+        if struct.unpack_from("<q", data, at)[0] == 5:  # DT_STRTAB: now an address no segment maps
+            struct.pack_into("<Q", data, at + 8, 0xDEAD_BEEF_0000)
+    struct.pack_into("<Q", data, 0x28, 0)
+    struct.pack_into("<HH", data, 0x3C, 0, 0)
+    damaged = tmp_path / "libdamaged.so"
+    damaged.write_bytes(bytes(data))
+    assert _elf_error(damaged).kind == "invalid"
 
 
 def test_a_32_bit_library_is_read_and_named(tmp_path):

@@ -46,8 +46,9 @@ DF_1_PIE = 0x08000000
 # The dynamic entries whose value names something, by d_tag.
 DYNAMIC_NAME_TAGS = {1: "DT_NEEDED", 14: "DT_SONAME", 15: "DT_RPATH", 29: "DT_RUNPATH"}
 SEARCH_PATH_TAGS = ("DT_RPATH", "DT_RUNPATH")  # colon-separated lists of directories
-# What pyelftools raises on a damaged file (a bad offset seeks nowhere, a bad index overflows).
-CORRUPT_ELF_ERRORS = (struct.error, ValueError, IndexError, KeyError, OverflowError, OSError)
+# What pyelftools raises on a damaged file besides its own errors (a bad offset seeks nowhere, a
+# bad index overflows, a string table that is not one fails an assert).
+CORRUPT_ELF_ERRORS = (struct.error, ValueError, IndexError, KeyError, OverflowError, OSError, AssertionError)
 
 # Mangled names passed to c++filt per name asked for: a short name (`at`) is inside 100,000s of
 # the symbols of a large C++ library.
@@ -289,6 +290,7 @@ def _read_dynamic_segment(path: Path) -> _Dynamic:
     """A library without section headers (sstrip'ed): only the PT_DYNAMIC segment's hash tables
     tell how many symbols it holds, which pyelftools works out."""
     from elftools.common.exceptions import ELFError
+    from elftools.construct import ConstructError
     from elftools.elf.elffile import ELFFile
 
     dynamic = _Dynamic()
@@ -302,7 +304,7 @@ def _read_dynamic_segment(path: Path) -> _Dynamic:
                 elif name in SEGMENT_TAG_ATTRIBUTES:
                     dynamic.add(name, getattr(tag, SEGMENT_TAG_ATTRIBUTES[name]))
             dynamic.symbols = [_segment_symbol_info(s) for s in segment.iter_symbols() if s.name]
-        except (ELFError, *CORRUPT_ELF_ERRORS) as exc:
+        except (ELFError, ConstructError, *CORRUPT_ELF_ERRORS) as exc:
             raise ElfError("invalid", f"{path}: corrupt ELF file ({_one_line(exc)})") from exc
     return dynamic
 
