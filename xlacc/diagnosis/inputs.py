@@ -213,7 +213,7 @@ class Interesting(Protocol):
 
     def within(self, text: str) -> Interesting | None: ...  # what of it the text names; None: nothing
 
-    def segments_holding(self, text: str, starts: list[int]) -> set[int]: ...  # indices of those that name some
+    def segments_holding(self, text: str, starts: list[int]) -> set[int]: ...  # which segments name some
 
 
 @dataclass
@@ -234,10 +234,10 @@ class LogCollector:
     """Fed bytes in chunks (a file, a child's pipe); keeps a bounded head, tail and matching middle.
 
     ``interesting`` tells a text that names something the text rules look for
-    (:func:`xlacc.diagnosis.rules.text.interesting`). Each chunk's lines are read in groups of
-    :data:`GROUP_LINES`, found with one substring scan per word (no Python loop per line); a group
-    that names one is kept whole, with :data:`CONTEXT_LINES` lines on each side for messages a
-    logger wrapped.
+    (:func:`xlacc.diagnosis.rules.text.interesting`). Lines come in groups of :data:`GROUP_LINES`;
+    the groups of a chunk that name something are found with one substring scan per word (no
+    Python loop per line), and each is kept whole, with :data:`CONTEXT_LINES` lines on each side
+    for messages a logger wrapped.
     Of the middle, the first and the last :data:`MAX_KEPT_BYTES` / 2 are kept: a log full of
     matching lines costs no more than that, and its first and last errors both survive."""
 
