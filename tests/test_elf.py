@@ -197,6 +197,11 @@ def test_cut_short_library_is_truncated(built, tmp_path, keep):
     assert "cut short" in str(error) or "unreadable ELF header" in str(error)
 
 
+def test_a_library_with_more_dynamic_symbols_than_xlacc_reads_is_invalid(built, monkeypatch):
+    monkeypatch.setattr(elf, "MAX_DYNAMIC_SYMBOLS", 3)
+    assert "dynamic symbols, more than the 3 xlacc reads" in str(_elf_error(built["symbols"]))
+
+
 def test_foreign_machine_is_wrong_machine(built):
     other = _other_machine()
     error = _elf_error(built["symbols"], expected_machine=other)

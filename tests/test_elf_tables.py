@@ -12,7 +12,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from xlacc.elf_tables import SHT_DYNAMIC, SHT_DYNSYM, SHT_SYMTAB, ElfTables, TableError, string_at
+from xlacc.elf_tables import SHT_DYNAMIC, SHT_DYNSYM, SHT_SYMTAB, ElfTables, StringTable, TableError
 
 GXX = shutil.which("g++")
 SOURCE = r"""
@@ -81,8 +81,8 @@ def test_tables_match_pyelftools(libraries, which):
         assert all(_same_type(m.type, t["p_type"], SEGMENT_TYPES) for m, t in zip(tables.segments, segments))
 
         dynamic = tables.section_of_type(SHT_DYNAMIC)
-        strings = tables.contents(tables.linked(dynamic))
-        needed = [string_at(strings, value) for tag, value in tables.dynamic_entries(dynamic) if tag == 1]
+        strings = tables.strings(tables.linked(dynamic))
+        needed = [strings.text(value) for tag, value in tables.dynamic_entries(dynamic) if tag == 1]
         their_dynamic = next(s for s in theirs if isinstance(s, DynamicSection))
         assert needed == [t.needed for t in their_dynamic.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
 
@@ -103,8 +103,8 @@ def test_tables_match_pyelftools(libraries, which):
 def test_a_64_bit_library_reads_its_runpath_and_soname(libraries):
     tables = _tables(libraries["built"])
     dynamic = tables.section_of_type(SHT_DYNAMIC)
-    strings = tables.contents(tables.linked(dynamic))
-    names = {tag: string_at(strings, value) for tag, value in tables.dynamic_entries(dynamic) if tag in (14, 29)}
+    strings = tables.strings(tables.linked(dynamic))
+    names = {tag: strings.text(value) for tag, value in tables.dynamic_entries(dynamic) if tag in (14, 29)}
     assert names == {14: "libbuilt.so.1", 29: "$ORIGIN/a:/opt/b"}
 
 
@@ -155,10 +155,14 @@ def test_headers_that_do_not_fit_the_file_are_errors(libraries, field, value, sa
     assert said in str(_error(bytes(data)))
 
 
-def test_a_string_outside_its_table_is_an_error():
-    with pytest.raises(TableError, match="past its table"):
-        string_at(b"abc\0", 9, "a name")
-    assert string_at(b"abc\0def\0", 4) == "def" and string_at(b"", 0) == ""
+def test_strings_are_read_inside_their_table_only():
+    table = StringTable(b"xxabc\0def\0yy", 2, 10, ".dynstr")
+    assert (table.text(0), table.text(4), table.text(5), table.at(3)) == ("abc", "def", "ef", b"")
+    with pytest.raises(TableError, match="a string of .dynstr starts at 9, past its 8 bytes"):
+        table.at(9)
+    unterminated = StringTable(b"abcdef", 0, 3, ".strtab")
+    assert unterminated.text(1) == "bc" and not unterminated.holds(b"de")
+    assert StringTable(b"", 0, 0, ".strtab").text(0) == ""
 
 
 def test_a_symbol_table_linked_to_no_section_is_an_error(libraries):

@@ -33,7 +33,6 @@ from xlacc.elf_tables import (
     ElfTables,
     RawSymbol,
     TableError,
-    string_at,
 )
 from xlacc.errors import XlaccError
 
@@ -50,6 +49,9 @@ SEARCH_PATH_TAGS = ("DT_RPATH", "DT_RUNPATH")  # colon-separated lists of direct
 # bad index overflows, a string table that is not one fails an assert).
 CORRUPT_ELF_ERRORS = (struct.error, ValueError, IndexError, KeyError, OverflowError, OSError, AssertionError)
 
+# Every dynamic symbol is kept (about 250 bytes each): the largest libraries of this field hold
+# tens of thousands (libtorch_cpu.so: 78,000), so more than this is a damaged or hostile file.
+MAX_DYNAMIC_SYMBOLS = 1_000_000
 # Mangled names passed to c++filt per name asked for: a short name (`at`) is inside 100,000s of
 # the symbols of a large C++ library.
 MAX_DEMANGLED = 1000
@@ -274,14 +276,17 @@ def _read_dynamic(path: Path, tables: ElfTables) -> _Dynamic:
         return _read_dynamic_segment(path)
     dynamic = _Dynamic()
     if section is not None:
-        strings = tables.contents(tables.linked(section))
+        strings = tables.strings(tables.linked(section))
         for tag, value in tables.dynamic_entries(section):
             if tag == DT_FLAGS_1:
                 dynamic.flags_1 = value
             elif tag in DYNAMIC_NAME_TAGS:
-                dynamic.add(DYNAMIC_NAME_TAGS[tag], string_at(strings, value, DYNAMIC_NAME_TAGS[tag]))
+                dynamic.add(DYNAMIC_NAME_TAGS[tag], strings.text(value))
     dynsym = tables.section_of_type(SHT_DYNSYM)
     if dynsym is not None:
+        count = dynsym.size // tables.layout.symbol.size
+        if count > MAX_DYNAMIC_SYMBOLS:
+            raise ElfError("invalid", f"{path}: {count:,} dynamic symbols, more than the {MAX_DYNAMIC_SYMBOLS:,} xlacc reads")
         dynamic.symbols = [_symbol_info(symbol) for symbol in tables.symbols(dynsym)]
     return dynamic
 

@@ -27,6 +27,7 @@ SHT_SYMTAB, SHT_DYNAMIC, SHT_NOBITS, SHT_DYNSYM = 2, 6, 8, 11
 PT_LOAD, PT_DYNAMIC = 1, 2
 SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
 DT_NULL = 0
+ENTRIES_PER_BLOCK = 1 << 16  # symbols unpacked at a time: a table is never copied whole
 
 
 class TableError(ValueError):
@@ -145,9 +146,11 @@ class ElfTables:
         rows = self._table(self.layout.section, offset, entry_size, count, "section headers")
         if not 0 <= names_index < len(rows):
             raise TableError(f"section names in section {names_index}, of {len(rows)}")
-        names = self._bytes(rows[names_index][4], rows[names_index][5], "the section names")
+        names_start, names_size = rows[names_index][4], rows[names_index][5]
+        self._require_inside(names_start, names_size, "the section names")
+        names = StringTable(self.data, names_start, names_start + names_size, "the section names")
         return [
-            Section(i, string_at(names, name, "a section name"), kind, start, size, link)
+            Section(i, names.text(name), kind, start, size, link)
             for i, (name, kind, _flags, _address, start, size, link, *_rest) in enumerate(rows)
         ]
 
@@ -159,9 +162,12 @@ class ElfTables:
     # --- contents --------------------------------------------------------------------------
 
     def _bytes(self, offset: int, size: int, what: str) -> bytes:
+        self._require_inside(offset, size, what)
+        return bytes(self.data[offset : offset + size])
+
+    def _require_inside(self, offset: int, size: int, what: str) -> None:
         if offset + size > self.size:
             raise TableError(f"{what} end at {offset + size}, past the file's {self.size} bytes")
-        return bytes(self.data[offset : offset + size])
 
     def section(self, name: str) -> Section | None:
         return next((s for s in self.sections if s.name == name), None)
@@ -173,6 +179,13 @@ class ElfTables:
         if section.type == SHT_NOBITS:
             return b""
         return self._bytes(section.offset, section.size, f"section {section.name}")
+
+    def strings(self, section: Section) -> StringTable:
+        """A string table, read in place: names are copied out one at a time."""
+        if section.type == SHT_NOBITS:
+            return StringTable(b"", 0, 0, section.name)
+        self._require_inside(section.offset, section.size, f"section {section.name}")
+        return StringTable(self.data, section.offset, section.offset + section.size, section.name)
 
     def linked(self, section: Section) -> Section:
         if not 0 < section.link < len(self.sections):
@@ -189,28 +202,44 @@ class ElfTables:
             yield tag, value
 
     def symbols(self, table: Section, containing: bytes = b"") -> Iterator[RawSymbol]:
-        """The named symbols of a SHT_SYMTAB / SHT_DYNSYM section, in one pass; with
-        ``containing``, only those whose names hold it, and no other name is decoded: a table whose
-        strings lack it is not walked at all (a .symtab can hold half a million names, 80 MB)."""
-        strings = self.contents(self.linked(table))
-        if containing not in strings:
+        """The named symbols of a SHT_SYMTAB / SHT_DYNSYM section, in one pass, a block of entries
+        at a time; with ``containing``, only those whose names hold it, and no other name is
+        decoded: a table whose strings lack it is not walked at all (a .symtab can hold half a
+        million names, 80 MB)."""
+        strings = self.strings(self.linked(table))
+        if not strings.holds(containing):
             return
-        data = self.contents(table)
-        layout = self.layout.symbol
         name, info, other, shndx = self.layout.symbol_fields
-        for row in layout.iter_unpack(data[: len(data) - len(data) % layout.size]):
-            raw = _string_bytes(strings, row[name], f"a symbol name of {table.name}")
+        for row in self._entries(table, self.layout.symbol):
+            raw = strings.at(row[name])
             if raw and containing in raw:
                 yield RawSymbol(raw.decode("utf-8", "replace"), row[info], row[other], row[shndx])
 
+    def _entries(self, table: Section, layout: struct.Struct) -> Iterator[tuple]:
+        size = 0 if table.type == SHT_NOBITS else table.size - table.size % layout.size
+        self._require_inside(table.offset, size, f"section {table.name}")
+        step = layout.size * ENTRIES_PER_BLOCK
+        for start in range(table.offset, table.offset + size, step):
+            yield from layout.iter_unpack(self.data[start : min(start + step, table.offset + size)])
 
-def string_at(table: bytes, offset: int, what: str = "a string") -> str:
-    """The NUL-terminated string at ``offset`` of a string table's contents."""
-    return _string_bytes(table, offset, what).decode("utf-8", "replace")
 
+class StringTable(NamedTuple):
+    """The NUL-terminated strings of ``data[start:end]``."""
 
-def _string_bytes(table: bytes, offset: int, what: str) -> bytes:
-    if offset >= len(table) and offset:
-        raise TableError(f"{what} starts at {offset}, past its table's {len(table)} bytes")
-    end = table.find(b"\0", offset)
-    return table[offset : end if end >= 0 else len(table)]
+    data: bytes | mmap.mmap
+    start: int
+    end: int
+    name: str
+
+    def at(self, offset: int) -> bytes:
+        if offset and offset >= self.end - self.start:
+            raise TableError(f"a string of {self.name} starts at {offset}, past its {self.end - self.start} bytes")
+        position = self.start + offset
+        stop = self.data.find(b"\0", position, self.end)
+        return self.data[position : stop if stop >= 0 else self.end]
+
+    def text(self, offset: int) -> str:
+        return self.at(offset).decode("utf-8", "replace")
+
+    def holds(self, needle: bytes) -> bool:
+        return self.data.find(needle, self.start, self.end) >= 0
