@@ -7,7 +7,7 @@ Modes: `xlacc --help` (budget 0.25 s), a no-op `xlacc build` of a cached project
 (2 s) and a 200-file repository made of the corpus and the test artifacts (0.5 s). Each runs N
 times in a fresh process; the median is reported with its ratio to an empty interpreter start, and the exit
 status is 1 when a mode exceeds its budget. The library is built here (nvcc when present, else
-g++), and its check asks for a missing symbol, which makes doctor read the full .symtab: the
+g++), and its check asks for a missing symbol, which makes doctor search the .symtab too: the
 slowest path.
 """
 
