@@ -9,14 +9,15 @@ library without section headers, whose symbols only its dynamic segment's hash t
 (xlacc.elf imports it for that case alone).
 
 Every offset and size read from the file is checked against the file's length: a damaged file
-raises :class:`TableError`, never reads past its end.
+raises :class:`TableError`, never reads past its end. String tables are read in place and symbol
+tables a block of entries at a time, so a large library costs memory for what is kept of it, not
+for its tables.
 """
 
 from __future__ import annotations
 
 import mmap
 import struct
-from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 ELF_MAGIC = b"\x7fELF"
@@ -72,8 +73,7 @@ def _layout(elf_class: int, order: str) -> Layout:
     )
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     index: int
     name: str
     type: int
@@ -82,8 +82,7 @@ class Section:
     link: int
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
     type: int
     offset: int
     size: int  # bytes in the file (p_filesz)
