@@ -29,7 +29,6 @@ MAX_LINE = 4096  # longer lines are cut before any rule sees them
 HLO_WORDS = ("HloModule", "ENTRY", "func.func", "custom")
 MAX_EXCERPT = 240
 FOLD_ABOVE = 1 << 16  # characters: a longer text of repeated lines is searched once per distinct line
-DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 MIN_TERMINAL_WIDTH = 40
 
 # A target name, stopped before the words that follow it in XLA's messages.
@@ -663,18 +662,19 @@ def _compiled() -> tuple[tuple[TextRule, re.Pattern, re.Pattern], ...]:
 class Anchors:
     """The words text rules look for, as plain substrings, found with ``str.find``: substring
     scans run at memory speed where a regular expression of alternatives does not, and no word
-    contains another, so none is scanned for twice. No word spans lines or holds a digit (a long
-    text of repeated lines is first read once per distinct line, digits as 0)."""
+    contains another, so none is scanned for twice. A long text of repeated lines is first read
+    once per distinct line, with every digit no word holds read as 0 (a log's numbered chatter
+    folds to a few templates); that can only add a false hit, which the unfolded text then lacks."""
 
     words: tuple[str, ...]
 
     def __post_init__(self):
-        if any("\n" in word or any(c.isdigit() for c in word) for word in self.words):
-            raise ValueError("an anchor word holds a newline or a digit: a folded text would miss or invent it")
+        if any("\n" in word for word in self.words):
+            raise ValueError("an anchor word spans lines: logs are searched line by line")
 
     def within(self, text: str) -> Anchors | None:
         """The words ``text`` holds; None when it holds none."""
-        folded = _folded(text)
+        folded = _folded(text, self._digits_as_zero)
         found = tuple(word for word in self.words if word in folded)
         return Anchors(found) if found else None
 
@@ -691,17 +691,21 @@ class Anchors:
                 at = text.find(word, starts[segment + 1]) if segment + 1 < len(starts) else -1
         return holding
 
+    @functools.cached_property
+    def _digits_as_zero(self) -> dict[int, int]:
+        held = {char for word in self.words for char in word}
+        return str.maketrans({digit: "0" for digit in "123456789" if digit not in held})
 
-def _folded(text: str) -> str:
-    """A long text whose start repeats a few line templates (a log's numbered chatter), as its
-    distinct lines with digits read as 0; any other text as it is (folding distinct lines would
-    only add to the search)."""
+
+def _folded(text: str, table: dict[int, int]) -> str:
+    """A long text whose start repeats a few line templates, as its distinct lines translated by
+    ``table``; any other text as it is (folding distinct lines would only add to the search)."""
     if len(text) <= FOLD_ABOVE:
         return text
-    sample = text[:FOLD_ABOVE].translate(DIGITS_AS_ZERO).split("\n")
+    sample = text[:FOLD_ABOVE].translate(table).split("\n")
     if len(set(sample)) * 2 > len(sample):
         return text
-    return "\n".join(set(text.translate(DIGITS_AS_ZERO).split("\n")))
+    return "\n".join(set(text.translate(table).split("\n")))
 
 
 @functools.lru_cache(maxsize=1)
