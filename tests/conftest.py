@@ -3,15 +3,18 @@ first, spread so that the workers end together; under xdist, a line per finished
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pytest
 
+import xlacc
 from xlacc import builder, toolchain
 
 
@@ -61,6 +64,7 @@ def _longest_files_first(items: list, workers: int) -> None:
 
 def pytest_configure(config):
     _share_built_libraries(config)
+    _compile_xlacc_bytecode(config)
     # A suite started in the background of a script (`pytest &`) inherits SIGINT ignored, and so
     # would every xlacc it starts: the tests that press Ctrl-C need it delivered, as in a terminal.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
@@ -68,6 +72,14 @@ def pytest_configure(config):
     distributed = config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
     if distributed and not hasattr(config, "workerinput") and config.get_verbosity() <= 0:
         config.pluginmanager.register(FileProgress(config), "xlacc-file-progress")
+
+
+def _compile_xlacc_bytecode(config) -> None:
+    """xlacc's bytecode, written once as `pip install` does: with PYTHONDONTWRITEBYTECODE set (as on
+    the development and CI machines), an editable install would otherwise compile xlacc's modules
+    again in each of the suite's hundreds of xlacc processes (0.1-0.2 s each)."""
+    if not hasattr(config, "workerinput"):
+        compileall.compile_dir(Path(xlacc.__file__).parent, quiet=2)
 
 
 def _share_built_libraries(config) -> None:
