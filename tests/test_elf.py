@@ -197,9 +197,12 @@ def test_cut_short_library_is_truncated(built, tmp_path, keep):
     assert "cut short" in str(error) or "unreadable ELF header" in str(error)
 
 
-def test_a_library_with_more_dynamic_symbols_than_xlacc_reads_is_invalid(built, monkeypatch):
+def test_a_library_with_more_dynamic_symbols_than_xlacc_reads_is_invalid(built, tmp_path, monkeypatch):
     monkeypatch.setattr(elf, "MAX_DYNAMIC_SYMBOLS", 3)
     assert "dynamic symbols, more than the 3 xlacc reads" in str(_elf_error(built["symbols"]))
+    headerless = tmp_path / "libheaderless.so"
+    headerless.write_bytes(_without_section_headers(built["symbols"]))
+    assert "dynamic symbols, more than the 3 xlacc reads" in str(_elf_error(headerless))
 
 
 def test_foreign_machine_is_wrong_machine(built):
@@ -313,14 +316,19 @@ def test_stripped_library_has_no_local_symbols(built, tmp_path):
     assert find_symbol(so, "XlaGpuSimpleAddFfi").status == "exported"
 
 
+def _without_section_headers(library: Path | bytes) -> bytes:
+    """An ELF64 library as sstrip leaves it: e_shoff, e_shnum and e_shstrndx zeroed."""
+    data = bytearray(library if isinstance(library, bytes) else library.read_bytes())
+    struct.pack_into("<Q", data, 0x28, 0)
+    struct.pack_into("<HH", data, 0x3C, 0, 0)
+    return bytes(data)
+
+
 def test_library_without_section_headers_is_read_from_its_dynamic_segment(built, tmp_path):
     """sstrip-style libraries keep only program headers: pyelftools finds the symbols through the
     dynamic segment's hash table."""
-    data = bytearray(built["user"].read_bytes())
-    struct.pack_into("<Q", data, 0x28, 0)  # e_shoff
-    struct.pack_into("<HH", data, 0x3C, 0, 0)  # e_shnum, e_shstrndx
     headerless = tmp_path / "libheaderless.so"
-    headerless.write_bytes(bytes(data))
+    headerless.write_bytes(_without_section_headers(built["user"]))
     whole, cut = read_shared_object(built["user"]), read_shared_object(headerless)
     for read in ("needed", "runpath", "exported", "undefined"):
         assert getattr(cut, read) == getattr(whole, read), read
@@ -334,10 +342,8 @@ def test_a_headerless_library_with_a_damaged_dynamic_segment_is_invalid(built, t
     for at in range(dynamic.offset, dynamic.offset + dynamic.size, 16):
         if struct.unpack_from("<q", data, at)[0] == 5:  # DT_STRTAB: now an address no segment maps
             struct.pack_into("<Q", data, at + 8, 0xDEAD_BEEF_0000)
-    struct.pack_into("<Q", data, 0x28, 0)
-    struct.pack_into("<HH", data, 0x3C, 0, 0)
     damaged = tmp_path / "libdamaged.so"
-    damaged.write_bytes(bytes(data))
+    damaged.write_bytes(_without_section_headers(bytes(data)))
     assert _elf_error(damaged).kind == "invalid"
 
 

@@ -284,11 +284,14 @@ def _read_dynamic(path: Path, tables: ElfTables) -> _Dynamic:
                 dynamic.add(DYNAMIC_NAME_TAGS[tag], strings.text(value))
     dynsym = tables.section_of_type(SHT_DYNSYM)
     if dynsym is not None:
-        count = dynsym.size // tables.layout.symbol.size
-        if count > MAX_DYNAMIC_SYMBOLS:
-            raise ElfError("invalid", f"{path}: {count:,} dynamic symbols, more than the {MAX_DYNAMIC_SYMBOLS:,} xlacc reads")
+        _require_readable_count(path, dynsym.size // tables.layout.symbol.size)
         dynamic.symbols = [_symbol_info(symbol) for symbol in tables.symbols(dynsym)]
     return dynamic
+
+
+def _require_readable_count(path: Path, symbols: int) -> None:
+    if symbols > MAX_DYNAMIC_SYMBOLS:
+        raise ElfError("invalid", f"{path}: {symbols:,} dynamic symbols, more than the {MAX_DYNAMIC_SYMBOLS:,} xlacc reads")
 
 
 def _read_dynamic_segment(path: Path) -> _Dynamic:
@@ -308,6 +311,7 @@ def _read_dynamic_segment(path: Path) -> _Dynamic:
                     dynamic.flags_1 = tag.entry.d_val
                 elif name in SEGMENT_TAG_ATTRIBUTES:
                     dynamic.add(name, getattr(tag, SEGMENT_TAG_ATTRIBUTES[name]))
+            _require_readable_count(path, segment.num_symbols())
             dynamic.symbols = [_segment_symbol_info(s) for s in segment.iter_symbols() if s.name]
         except (ELFError, ConstructError, *CORRUPT_ELF_ERRORS) as exc:
             raise ElfError("invalid", f"{path}: corrupt ELF file ({_one_line(exc)})") from exc
