@@ -493,6 +493,7 @@ def test_changing_the_archs_rebuilds(cuda_build):
     assert report.data["archs"] == ["sm_80", "sm_90"]
     assert "arch=compute_80,code=sm_80" in report.data["command"]
     assert "arch=compute_90,code=[sm_90,compute_90]" in report.data["command"]
+    assert " --threads 0 " in " ".join(report.data["command"])  # the two archs compile side by side
     assert checks_by_name(report)["arch sm_90"].detail == "SASS for sm_90"
 
 
@@ -512,6 +513,29 @@ def test_gencode_flags():
     ]  # fmt: skip
     # PTX of an arch-specific target runs only there: the portable one gets the PTX.
     assert builder.gencode_flags(["sm_90", "sm_90a"])[-3] == "arch=compute_90,code=[sm_90,compute_90]"
+
+
+@pytest.mark.parametrize(
+    "version,archs,flags,parallel",
+    [
+        ("13.0.88", ["sm_80", "sm_90"], (), True),
+        ("11.2.67", ["sm_80", "sm_86"], (), True),
+        ("13.0.88", ["sm_90"], (), False),  # one arch: nothing to run side by side
+        ("11.1.105", ["sm_80", "sm_90"], (), False),  # before nvcc had --threads
+        ("13.0.88", ["sm_80", "sm_90"], ("--threads", "2"), False),  # the user's own count
+        ("13.0.88", ["sm_80", "sm_90"], ("-t", "4"), False),
+        ("13.0.88", ["sm_80", "sm_90"], ("--threads=4",), False),
+    ],
+)
+def test_several_archs_compile_in_parallel_where_nvcc_can(tmp_path, version, archs, flags, parallel):
+    nvcc = toolchain.Compiler(path=Path("/cuda/bin/nvcc"), version=version, kind="nvcc", source="PATH")
+    target = builder.Target(
+        title="k", root=tmp_path, sources=(tmp_path / "k.cu",), output=tmp_path / "libk.so", cache_file=tmp_path / "c.json",
+        platform="cuda", entry_points=None, hide_symbols=True, always_ffi=False, archs=tuple(archs), archs_origin="--arch", flags=flags,
+    )
+    command = builder.compile_command(nvcc, target, archs, None)
+    assert ("--threads 0" in " ".join(command)) is parallel
+    assert command.count("--threads") + command.count("-t") <= 1
 
 
 # -- projects -------------------------------------------------------------------------------------
