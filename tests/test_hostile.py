@@ -178,6 +178,8 @@ def test_new_files_get_the_mode_the_umask_allows(tmp_path):
         (["--sizes", ",,"], "--sizes needs at least one"),
         (["--seed", "-1"], "--seed takes a whole number"),
         (["--seed", "x"], "x"),
+        (["--devices", "100000"], "--devices takes 1 to 64"),  # once minutes and gigabytes of host devices
+        (["--devices", "0"], "--devices takes 1 to 64"),
     ],
 )
 def test_numbers_must_be_finite_and_in_range(workspace, args, fragment):
@@ -185,6 +187,121 @@ def test_numbers_must_be_finite_and_in_range(workspace, args, fragment):
     before = tree(workspace)
     assert_usage_error(xlacc("run-smoke", "demo", *args, cwd=workspace), fragment)
     assert tree(workspace) == before  # refused before anything was built
+
+
+@pytest.mark.parametrize(
+    "attr, fragment",
+    [
+        ("eps:i32=99999999999", "does not fit in i32"),
+        ("eps:i64=-9223372036854775809", "does not fit in i64"),
+        ("eps:f32=1e39", "does not fit in f32"),
+        ("eps:f32=\uff15", "must be a f32 number"),  # a fullwidth 5: Python's float() takes it
+        ("flag:bool=true", "type 'bool'; use one of"),
+    ],
+)
+def test_attribute_defaults_fit_their_type(tmp_path, attr, fragment):
+    """An i32 default of 99999999999 was accepted, then overflowed when the op was lowered."""
+    assert_usage_error(xlacc("new", "op", "--template", "blank", "--platform", "cpu", "--attr", attr, cwd=tmp_path), fragment)
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- files xlacc reads -------------------------------------------------------------------------------------
+# A named pipe without a writer blocks whoever opens it; /dev/zero never ends (a build once read it to
+# 24 GB). A file xlacc reads must be a regular file.
+
+
+def pipe_and_endless_file(folder: Path, suffix: str) -> list[str]:
+    os.mkfifo(folder / f"pipe{suffix}")
+    (folder / f"endless{suffix}").symlink_to("/dev/zero")
+    return [f"pipe{suffix}", f"endless{suffix}"]
+
+
+def test_a_source_that_is_a_pipe_or_a_device_is_refused(tmp_path):
+    for name in pipe_and_endless_file(tmp_path, ".cc"):
+        assert_usage_error(xlacc("build", name, cwd=tmp_path), "not a regular file")
+        assert_usage_error(xlacc("new", "op", "--from", name, cwd=tmp_path), "not a regular file")
+
+
+def test_a_header_or_a_project_file_that_is_a_device_is_refused(workspace):
+    project = workspace / "demo"
+    (project / "endless.h").symlink_to("/dev/zero")
+    kernel = project / "kernel.cc"
+    kernel.write_text('#include "endless.h"\n' + kernel.read_text())
+    assert_usage_error(xlacc("build", "demo", cwd=workspace), "a character device, not a regular file")
+    kernel.unlink()
+    kernel.symlink_to("/dev/zero")
+    assert_usage_error(xlacc("update", "demo", cwd=workspace), "a character device, not a regular file")
+    (project / "xlacc.toml").unlink()
+    os.mkfifo(project / "xlacc.toml")
+    assert_usage_error(xlacc("build", "demo", cwd=workspace), "a named pipe, not a regular file")
+
+
+def test_a_kernel_to_wrap_is_read_up_to_a_size(tmp_path):
+    """A 67 MB one-line kernel once took 6 GB and more than 20 s to parse."""
+    (tmp_path / "big.cc").write_text("// " + "x" * 3_000_000 + "\n")
+    assert_usage_error(xlacc("new", "op", "--from", "big.cc", cwd=tmp_path), "more than the 2 MB")
+
+
+# -- what xlacc.toml may say ---------------------------------------------------------------------------------
+
+
+def edit_spec(project: Path, old: str, new: str) -> None:
+    spec = project / "xlacc.toml"
+    text = spec.read_text()
+    assert old in text, old
+    spec.write_text(text.replace(old, new, 1))
+
+
+def test_a_recorded_file_outside_the_project_is_never_touched(workspace):
+    """A [generated.files] key naming a file outside the project once had `xlacc update` delete it."""
+    victim = workspace / "victim.txt"
+    digest = hashlib.sha256(victim.read_bytes()).hexdigest()[:16]
+    for key in (str(victim), "../victim.txt"):
+        edit_spec(workspace / "demo", "[generated.files]\n", f'[generated.files]\n"{key}" = "sha256:{digest}"\n')
+        assert_usage_error(xlacc("update", "demo", cwd=workspace), "generated.files")
+        assert victim.read_text() == "the user's own file\n"
+        edit_spec(workspace / "demo", f'"{key}" = "sha256:{digest}"\n', "")
+
+
+@pytest.mark.parametrize(
+    "old, new, fragment",
+    [
+        # The module part of a reference once went into `from .MODULE import ...` unchecked.
+        ('api = "ffi"', 'api = "ffi"\nreference = "demo/reference import reference as _r; import os; from .reference.py:reference"', "op.reference"),
+        ('api = "ffi"', 'api = "ffi"\nreference = "demo/reference.py:import"', "op.reference"),
+        ('api = "ffi"', 'api = "ffi"\nreference = "demo/ref-x.py:reference"', "op.reference"),
+        ('kernel = "kernel.cc"', 'kernel = "kernel.cc\\n#include <evil>"', "build.kernel"),
+        ('kernel = "kernel.cc"', 'kernel = "../../outside/victim.cc"', "build.kernel"),
+        ('kernel = "kernel.cc"', 'kernel = "xlacc.toml"', "build.kernel"),
+        ('kernel = "kernel.cc"', 'kernel = "demo/_entry_points.cc"', "build.kernel"),
+        ('flags = []', 'flags = ["-O2\\u0000"]', "build.flags"),
+        ('defines = []', 'defines = ["A=1\\u0000"]', "build.defines"),
+        ('include_dirs = []', 'include_dirs = ["inc\\u0000"]', "build.include_dirs"),
+    ],
+)
+def test_spec_values_that_would_break_the_generated_code_are_refused(workspace, old, new, fragment):
+    edit_spec(workspace / "demo", old, new)
+    before = tree(workspace)
+    for command in ("update", "build"):
+        assert_usage_error(xlacc(command, "demo", cwd=workspace), fragment)
+    assert tree(workspace) == before
+
+
+def test_a_folder_xlacc_toml_cannot_name_is_refused_for_wrapping(tmp_path):
+    folder = tmp_path / 'q"d'
+    folder.mkdir()
+    (folder / "k.cc").write_text("void k(const float* x, float* y, int n) { for (int i = 0; i < n; ++i) y[i] = x[i]; }\n")
+    assert_usage_error(xlacc("new", "op", "--from", 'q"d/k.cc', cwd=tmp_path), "quotes, backslashes or control characters")
+
+
+def test_two_forced_news_in_one_second_keep_both_edits(tmp_path):
+    project = tmp_path / "ex"
+    project.mkdir()
+    for version in ("VERSION_A", "VERSION_B"):
+        (project / "kernel.cc").write_text(version)
+        assert xlacc("new", "ex", "--platform", "cpu", "--force", cwd=tmp_path).returncode == 0
+    kept = sorted(p.read_text() for p in (project / ".xlacc" / "backup").glob("*/kernel.cc"))
+    assert kept == ["VERSION_A", "VERSION_B"]
 
 
 # -- output volume ---------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ CACHE_FORMAT = 1
 # the project is; a build with the same key copies it instead of compiling.
 SHARED_CACHE_ENV = "XLACC_CACHE_DIR"
 SOURCE_PLATFORMS = {".cu": "cuda", ".cc": "cpu", ".cpp": "cpu", ".cxx": "cpu"}
+MAX_SOURCE_BYTES = 64_000_000  # a source or header read for the cache key
 
 NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
 NVCC_HIDE_SYMBOLS = ("-Xcompiler", "-fvisibility=hidden")
@@ -210,7 +211,7 @@ def _spec_target(
         raise UsageError(f"{root / spec_mod.SPEC_FILE}: [build] names no kernel and no sources: nothing to compile")
     kernel = root / spec.kernel_file
     for source in ((kernel,) if spec.build.kernel else ()) + sources:
-        if not source.is_file():
+        if not source.exists():
             raise UsageError(f"{source}: no such file (a source of {root / spec_mod.SPEC_FILE}{_regenerate_hint(spec, source)})")
     if output is not None:  # -o: inside the project or where the user is
         library = paths.library_output(output, roots=(root, Path.cwd()), sources=sources + (kernel,), origin=f"-o {str(output)!r}")
@@ -530,12 +531,12 @@ def read_inputs(sources: tuple[Path, ...], search_path: tuple[Path, ...] = ()) -
         if path in inputs:
             continue
         try:
-            inputs[path] = path.read_bytes()
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+            inputs[path] = paths.read_user_file(path, MAX_SOURCE_BYTES)
+        except FileNotFoundError:
+            raise UsageError(f"{path}: no such file") from None
         for quote, name in INCLUDE.findall(inputs[path].decode("utf-8", errors="replace")):
             folders = ((path.parent,) if quote == '"' else ()) + search_path
-            header = next((d / name for d in folders if (d / name).is_file()), None)
+            header = next((d / name for d in folders if (d / name).exists() and not (d / name).is_dir()), None)
             if header is not None and header.resolve() not in inputs:
                 pending.append(header.resolve())
     return inputs

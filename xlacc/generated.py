@@ -12,6 +12,7 @@ A file xlacc would replace that the user has edited is backed up under ``.xlacc/
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import time
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from xlacc.errors import UsageError
 
 BASE_DIR = ".xlacc/base"
 BACKUP_DIR = ".xlacc/backup"
+MAX_PROJECT_FILE_BYTES = 64_000_000  # a project file compared with xlacc's text
 RECORD_HEADER = (
     "# Written by xlacc: what it generated, so that `xlacc update` can tell your edits from its own.\n"
     "# Keep this table and the .xlacc/ folder (commit both).\n"
@@ -68,8 +70,10 @@ def recorded_files(directory: Path) -> dict[str, str]:
 
 
 def read_text(path: Path) -> str | None:
+    from xlacc import paths
+
     try:
-        return path.read_bytes().decode("utf-8")
+        return paths.read_user_file(path, MAX_PROJECT_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
@@ -113,7 +117,7 @@ def plan_new(directory: Path, files: dict[str, str], force: bool) -> Plan:
             f"{directory} is not empty; nothing was written (use --force to regenerate xlacc's files there: edited files are backed up first)"
         )
     recorded = recorded_files(directory)
-    plan = Plan(backup_dir=f"{BACKUP_DIR}/{time.strftime('%Y%m%dT%H%M%S')}")
+    plan = Plan(backup_dir=_new_backup_dir(directory))
     for path, text in files.items():
         check_writable(directory, path)
         current = read_text(directory / path)
@@ -131,6 +135,13 @@ def plan_new(directory: Path, files: dict[str, str], force: bool) -> Plan:
     for path, text in files.items():
         plan.writes[f"{BASE_DIR}/{path}"] = without_record(text) if path == specmod.SPEC_FILE else text
     return plan
+
+
+def _new_backup_dir(directory: Path) -> str:
+    """A folder no earlier run used: two runs within one second must not share one."""
+    stamp = f"{BACKUP_DIR}/{time.strftime('%Y%m%dT%H%M%S')}"
+    candidates = (stamp if n == 1 else f"{stamp}-{n}" for n in itertools.count(1))
+    return next(c for c in candidates if not (directory / c).exists())
 
 
 def apply(directory: Path, plan: Plan) -> None:

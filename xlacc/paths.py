@@ -1,4 +1,5 @@
-"""Every path xlacc writes: resolved and checked here, and written all at once or not at all.
+"""Every path xlacc writes: resolved and checked here, and written all at once or not at all; and
+the one way it reads a file the user named (a regular file, of bounded size).
 
 A path xlacc writes lies inside the place it was asked to write to (the project; for kernel files
 the current directory or the sources' own), reached without a symlink that leads out. It is never
@@ -18,6 +19,35 @@ from xlacc.errors import UsageError
 
 ELF_MAGIC = b"\x7fELF"
 ELF_TYPE_SHARED = 3  # ET_DYN: a shared object
+
+
+FILE_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def read_user_file(path: Path, limit: int) -> bytes:
+    """A regular file's bytes. Opened without blocking (a named pipe with no writer would wait
+    forever), and refused when it is not a regular file (/dev/zero never ends) or holds more than
+    ``limit`` bytes. FileNotFoundError passes through; other failures are a UsageError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as stream:
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
+            raise UsageError(f"{path} is a directory, not a file")
+        if not stat.S_ISREG(status.st_mode):
+            kind = next((name for test, name in FILE_KINDS if test(status.st_mode)), "not a regular file")
+            raise UsageError(f"{path}: {kind}, not a regular file")
+        if status.st_size > limit:
+            raise UsageError(f"{path}: {status.st_size / 1e6:.1f} MB, more than the {limit / 1e6:.0f} MB xlacc reads of such a file")
+        os.set_blocking(fd, True)
+        return stream.read(limit + 1)[:limit]
 
 
 # -- checks ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ by ``xlacc update``. Every file's text as written is recorded (``xlacc.generated
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import sys
@@ -154,9 +155,11 @@ def _flag_attr(text: str) -> dict[str, Any]:
     """``--attr NAME:TYPE`` or ``NAME:TYPE=DEFAULT``."""
     name, _, rest = text.partition(":")
     attr_type, _, default = rest.partition("=")
-    entry: dict[str, Any] = {"name": name.strip(), "type": attr_type.strip() or "f32"}
+    entry: dict[str, Any] = {"name": name.strip(), "type": _choice(attr_type.strip() or "f32", specmod.ATTR_TYPES, f"--attr {text!r} type")}
     if default.strip():
         try:
+            if not default.isascii():
+                raise ValueError
             entry["default"] = int(default) if entry["type"].startswith("i") else float(default)
         except ValueError:
             raise UsageError(f"invalid --attr {text!r}: the default must be a {entry['type']} number") from None
@@ -239,11 +242,13 @@ def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     from xlacc import wrap
 
     source = Path(request.from_file)
-    if not source.is_file():
+    if not source.exists():
         raise UsageError(f"--from {source}: no such file")
     platform = "cuda" if source.suffix == ".cu" else "cpu"
     if source.suffix not in (".cu", ".cc", ".cpp", ".cxx") or not re.match(r"^[\w.+-]+$", source.name):
         raise UsageError(f"--from {source}: give a .cu file (or .cc/.cpp for XLA:CPU) whose name has no spaces or quotes")
+    if not specmod.PATH_TEXT.match(str(source.resolve().parent)):
+        raise UsageError(f"--from {source}: its folder's path holds quotes, backslashes or control characters, which xlacc.toml and C++ #include lines cannot carry: move it")
     op_dtypes = list(dict.fromkeys(request.dtypes or ["f32"]))
     directory = Path(request.directory) if request.directory else Path(request.name)
     sizes = wrap.parse_sizes(request.sizes)
@@ -314,7 +319,20 @@ def _environment(root: str):
         autoescape=False,
     )
     env.filters["pyrepr"] = repr  # a Python literal: tuples of names, strings with their quotes
+    env.filters["toml"] = toml_value
     return env
+
+
+def toml_value(value: Any) -> str:
+    """A TOML literal (tomllib only reads TOML). A JSON string is a TOML basic string once DEL, which
+    JSON leaves bare, is escaped too."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    return repr(value)
 
 
 def files_for(spec: Spec) -> list[tuple[ProjectFile, str]]:

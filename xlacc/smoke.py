@@ -41,6 +41,7 @@ CHILD_ENV = {"PYTHONFAULTHANDLER": "1"}
 # A finding the harness made from what it saw beats the same code guessed from output text.
 CHILD_FINDING_LIKELIHOOD = 0.9
 MAX_SIZE = 2**31 - 1  # element counts a kernel indexes with int
+MAX_DEVICES = 64  # 64 host devices shard in 3 s; 100,000 took minutes and gigabytes
 # What each framework's harness imports, and the README's install command for it.
 # What each framework's harness imports, and the install that brings it (torch-xla's numerics run
 # the program torch_xla emits through jaxlib, so it needs jax too).
@@ -101,8 +102,8 @@ def validate(request: SmokeRequest) -> None:
             raise UsageError(f"--sizes takes element counts from 1 to {MAX_SIZE}; got {bad}")
     if not (math.isfinite(request.timeout) and request.timeout > 0):
         raise UsageError(f"--timeout takes a finite number of seconds above 0; got {request.timeout}")
-    if request.devices is not None and request.devices < 1:
-        raise UsageError(f"--devices must be at least 1, got {request.devices}")
+    if request.devices is not None and not 1 <= request.devices <= MAX_DEVICES:
+        raise UsageError(f"--devices takes 1 to {MAX_DEVICES} (the GPUs of one host, or host devices of a cpu project), got {request.devices}")
     for flag, value in (("--rtol", request.rtol), ("--atol", request.atol)):
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise UsageError(f"{flag} takes a finite number >= 0; got {value}")

@@ -24,6 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from xlacc import paths
 from xlacc import sharding as sharding_rules
 from xlacc.errors import SpecError, UsageError
 
@@ -31,6 +32,8 @@ SPEC_FILE = "xlacc.toml"
 
 DTYPES = ("f16", "bf16", "f32", "f64", "i32", "i64")
 ATTR_TYPES = ("f32", "f64", "i32", "i64")
+# The values an attribute's type holds (a default outside its range would overflow in the bindings).
+ATTR_RANGES = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1), "f32": (-3.4028235e38, 3.4028235e38)}  # FLT_MAX, rounded up
 PLATFORMS = ("cuda", "cpu")
 APIS = ("ffi", "legacy")
 FRAMEWORKS = ("jax", "torchax", "torch-xla")
@@ -97,7 +100,12 @@ IMPORTED_PACKAGES = frozenset(
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 TARGET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,126}$")
 ARCH = re.compile(r"^sm_(\d{2,3})a?$")
-FLAG = re.compile(r"^[^\s]+$")  # one compiler argument; the command runs without a shell
+MAX_SPEC_BYTES = 1_000_000
+FLAG = re.compile(r"^[^\s\x00-\x1f\x7f]+$")  # one compiler argument; the command runs without a shell
+# A file named in the spec: generated C++ includes it (#include "PATH") and xlacc.toml is rewritten
+# with it, so no quotes, backslashes or control characters.
+PATH_TEXT = re.compile(r'^[^"\\\x00-\x1f\x7f]+$')
+KERNEL_SUFFIXES = {"cuda": (".cu",), "cpu": (".cc", ".cpp", ".cxx")}
 SAVED_SHAPE = re.compile(r"^(?P<like>[A-Za-z_]\w*)(?:\[:(?P<stop>-[1-9]\d*)\])?$")  # x, or x[:-1]
 
 
@@ -135,6 +143,10 @@ def check_member_name(name: Any, what: str) -> str:
     if name in names.generated_identifiers():
         raise UsageError(f"invalid {what} {name!r}: the generated code uses that name itself; pick another")
     return name
+
+
+def _python_name(text: str) -> bool:
+    return text.isidentifier() and not keyword.iskeyword(text)
 
 
 def check_target(target: Any) -> str:
@@ -563,16 +575,16 @@ def find_spec(path: Path) -> Path:
     """The ``xlacc.toml`` for a project directory or the file itself."""
     path = Path(path)
     candidate = path / SPEC_FILE if path.is_dir() else path
-    if not candidate.is_file():
+    if not candidate.exists() or candidate.is_dir():
         raise UsageError(f"no {SPEC_FILE} in {path}: not an xlacc project (make one with 'xlacc new NAME')")
     return candidate
 
 
 def read_toml(spec_path: Path) -> dict[str, Any]:
     try:
-        text = spec_path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read {spec_path}: {exc.strerror}") from None
+        text = paths.read_user_file(spec_path, MAX_SPEC_BYTES).decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{spec_path}: no such file") from None
     except UnicodeDecodeError as exc:
         raise SpecError(spec_path, "toml", f"not UTF-8 text (byte {exc.start})") from None
     try:
@@ -605,7 +617,7 @@ def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
         outputs=outputs,
         attrs=attrs,
         build=reader.build(reader.table(raw, "build")),
-        reference=reader.string(op, "op.reference", default=""),
+        reference=reader.path_string(op, "op.reference"),
         origin=reader.origin(reader.table(raw, "from")),
         sharding=reader.sharding(reader.table(raw, "sharding")),
         backward=reader.backward(reader.table(raw, "backward"), inputs) if "backward" in raw else None,
@@ -675,6 +687,30 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise self.fail(key, f"{value!r} is not allowed; use a list of strings")
         return tuple(value)
+
+    def path_string(self, table: dict, key: str, default: str = "") -> str:
+        value = self.string(table, key, default)
+        if value:
+            self.check_path_text(value, key)
+        return value
+
+    def paths(self, table: dict, key: str) -> tuple[str, ...]:
+        values = self.strings(table, key)
+        for value in values:
+            self.check_path_text(value, key)
+        return values
+
+    def check_path_text(self, value: str, key: str) -> None:
+        if not PATH_TEXT.match(value):
+            raise self.fail(key, f"{value!r}: a path without quotes, backslashes or control characters")
+
+    def project_path(self, value: str, key: str) -> str:
+        """A path inside the project, relative to it (what xlacc writes or generated code includes)."""
+        self.check_path_text(value, key)
+        parts = Path(value).parts
+        if Path(value).is_absolute() or ".." in parts:
+            raise self.fail(key, f"{value!r}: a path inside the project, relative to xlacc.toml")
+        return value
 
     def choice(self, table: dict, key: str, allowed: tuple[str, ...], default: str) -> str:
         value = table.get(key.rsplit(".", 1)[-1], default)
@@ -758,6 +794,9 @@ class _Reader:
                 default = finite_number(default, "default", integer=attr_type.startswith("i"))
             except UsageError as exc:
                 raise self.fail(f"{key}.default", str(exc)) from None
+            low, high = ATTR_RANGES.get(attr_type, (-math.inf, math.inf))
+            if not low <= default <= high:
+                raise self.fail(f"{key}.default", f"{default!r} does not fit in {attr_type} ({low} to {high})")
         return Attr(name, attr_type, default)
 
     def boolean(self, table: dict, key: str, default: bool) -> bool:
@@ -770,16 +809,21 @@ class _Reader:
         flags = self.strings(table, "build.flags")
         bad = next((f for f in flags if not FLAG.match(f)), None)
         if bad is not None:
-            raise self.fail("build.flags", f"{bad!r}: one argument per list item, without spaces")
+            raise self.fail("build.flags", f"{bad!r}: one argument per list item, without spaces or control characters")
+        defines = self.strings(table, "build.defines")
+        bad = next((d for d in defines if not FLAG.match(d)), None)
+        if bad is not None:
+            raise self.fail("build.defines", f"{bad!r}: NAME or NAME=VALUE, without spaces or control characters")
+        kernel = self.string(table, "build.kernel", default="")
         return Build(
-            kernel=self.string(table, "build.kernel", default=""),
-            sources=self.strings(table, "build.sources"),
-            include_dirs=self.strings(table, "build.include_dirs"),
-            defines=self.strings(table, "build.defines"),
+            kernel=self.project_path(kernel, "build.kernel") if kernel else "",
+            sources=self.paths(table, "build.sources"),
+            include_dirs=self.paths(table, "build.include_dirs"),
+            defines=defines,
             flags=flags,
             archs=self.get(table, "build.archs", parse_archs, default="auto"),
             ptx=self.boolean(table, "build.ptx", default=True),
-            output=self.string(table, "build.output", default=""),
+            output=self.path_string(table, "build.output"),
         )
 
     def origin(self, table: dict) -> Origin | None:
@@ -789,7 +833,7 @@ class _Reader:
         if not isinstance(sizes, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in sizes.items()):
             raise self.fail("from.sizes", "must be a table of parameter = \"INPUT.size\" | \"INPUT.shape[K]\" | \"N\"")
         return Origin(
-            file=self.string(table, "from.file", default=""),
+            file=self.path_string(table, "from.file"),
             function=self.get(table, "from.kernel", lambda v: check_identifier(v, "kernel")),
             sizes=tuple(sorted(sizes.items())),
         )
@@ -838,6 +882,8 @@ class _Reader:
         files = table.get("files", {})
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
             raise self.fail("generated.files", "must be a table of file -> hash (xlacc writes it; restore it from version control)")
+        for path in files:
+            self.project_path(path, "generated.files")
         return Generated(
             xlacc=self.string(table, "generated.xlacc", default=""),
             template=self.string(table, "generated.template", default=""),
@@ -861,11 +907,31 @@ class _Reader:
             raise self.fail("inputs", "all dtype lists in one op must be the same list (the op is generic over one type)")
         if generic and not any(t.generic for t in spec.inputs):
             raise self.fail("outputs", "a result with a dtype list needs an input with the same list to take its type from")
-        if ":" in spec.reference and not spec.reference.partition(":")[2].isidentifier():
-            raise self.fail("op.reference", f"{spec.reference!r}: use FILE.py:FUNCTION")
+        self.check_reference(spec)
+        self.check_kernel(spec)
         self.check_saved(spec, names)
         self.check_sharding(spec)  # before the backward: its target's rule is derived from this one
         self.check_backward(spec, names)
+
+    def check_kernel(self, spec: Spec) -> None:
+        if not spec.build.kernel:
+            return
+        suffixes = KERNEL_SUFFIXES[spec.platform]
+        if not spec.build.kernel.endswith(suffixes):
+            raise self.fail("build.kernel", f"{spec.build.kernel!r}: a {spec.platform} kernel is a {' or '.join(suffixes)} file")
+        if spec.build.kernel == spec.entry_file:
+            raise self.fail("build.kernel", f"{spec.build.kernel!r} is xlacc's file of entry points, which includes the kernel: name your kernel's file")
+
+    def check_reference(self, spec: Spec) -> None:
+        """FILE.py[:FUNCTION]; generated code imports a module of the package by its file's name."""
+        if not spec.reference:
+            return
+        file, _, function = spec.reference.partition(":")
+        if not file.endswith(".py") or (function and not _python_name(function)):
+            raise self.fail("op.reference", f"{spec.reference!r}: use FILE.py:FUNCTION")
+        path = Path(file)
+        if path.parent == Path(spec.package) and not _python_name(path.stem):
+            raise self.fail("op.reference", f"{spec.reference!r}: a module of the package {spec.package}/ is imported by name: its file name must be a Python identifier")
 
     def check_saved(self, spec: Spec, names: list[str]) -> None:
         for i, t in enumerate(spec.saved):
