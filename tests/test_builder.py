@@ -738,8 +738,27 @@ def test_include_folders_defines_and_flags_reach_the_compiler(in_tmp):
 
 def test_a_flag_with_a_space_is_refused(in_tmp):
     source = write(in_tmp / "k.cc", CPU_SOURCE)
-    with pytest.raises(UsageError, match="one compiler argument per --flag"):
+    with pytest.raises(UsageError, match="one argument per item, without spaces"):
         builder.run(request(source, flags=["-O2 -g"]))
+
+
+@pytest.mark.parametrize("flag", ["-E", "-c", "-o", "-oelsewhere.so", "-Wl,-o,/tmp/elsewhere.so", "-fsyntax-only"])
+def test_a_flag_that_moves_or_changes_the_output_is_refused(in_tmp, flag):
+    """`--flag=-E` once replaced a working library with preprocessed text; `-Wl,-o,...` wrote outside."""
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    with pytest.raises(UsageError, match="changes what the compiler writes"):
+        builder.run(request(source, flags=[flag]))
+
+
+def test_a_compiler_that_writes_no_library_keeps_the_old_one(in_tmp, monkeypatch):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    built = builder.run(request(source, symbols=["xk_scale"]))
+    library = Path(built.data["library"])
+    before = library.read_bytes()
+    monkeypatch.setattr(builder.spec_mod, "flag_problem", lambda flag: None)  # as if a new flag slipped through
+    report = builder.run(request(source, flags=["-E"], symbols=["xk_scale"]))
+    assert report.code() == 1 and "wrote no shared library" in checks_by_name(report)["compile"].detail
+    assert library.read_bytes() == before
 
 
 def test_a_project_takes_its_flags_from_xlacc_toml_not_the_command_line(tmp_path):

@@ -213,3 +213,25 @@ def test_so_inside_a_project_is_checked_for_the_projects_entry_points(tmp_path):
     code, report = doctor_json("--so", str(tmp_path / "owned" / "owned" / "libowned.so"))
     names = [c["name"] for c in report["checks"]]
     assert code == 0 and "symbol xlacc_owned_ffi" in names
+
+
+def test_findings_alike_but_for_their_lines_are_shown_three_times_then_counted():
+    from xlacc.diagnosis.findings import make
+
+    launches = [make("stream-ignored", f"f (k.cu:3) launches `k<<<1, 1>>>(x)` (line {n}) on the default stream") for n in range(4, 9)]
+    other = make("stream-ignored", "g (k.cu:30) launches `k<<<1, 1>>>(y)` (line 31) on the default stream")
+    folded = engine._fold_alike([launches[0], other, *launches[1:], launches[0]])
+    assert [f.evidence for f in folded] == [
+        launches[0].evidence,
+        other.evidence,
+        launches[1].evidence,
+        launches[2].evidence + " (and 2 more like it)",
+    ]
+    assert engine._fold_alike(launches[:3]) == launches[:3]
+
+
+@pytest.mark.parametrize(
+    "seconds, text", [(1e-9, "less than 0.01 s"), (0.004, "less than 0.01 s"), (0.5, "0.5 s"), (2.013, "2.01 s"), (3.0, "3 s"), (600.0, "600 s")]
+)
+def test_durations_are_printed_to_two_decimals_at_most(seconds, text):
+    assert engine._duration(seconds) == text

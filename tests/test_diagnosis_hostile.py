@@ -23,6 +23,7 @@ import pytest
 
 from xlacc.diagnosis import inputs
 from xlacc.diagnosis.rules import text
+from xlacc.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_RSS_MB = 500
@@ -319,3 +320,136 @@ def test_a_library_with_a_corrupt_dynamic_section_is_library_invalid(tmp_path, h
     assert codes in ([], ["library-invalid"]) and done.returncode == (1 if codes else 0)
     if value == 0x7FFF_FFFF_FFFF_FFFF:
         assert codes == ["library-invalid"]
+
+
+# -- files that are not files ---------------------------------------------------------------------------
+
+
+def _special_file(folder: Path, kind: str) -> Path:
+    """A named pipe, a link to a device, or a socket (bound by a relative name: socket paths are short)."""
+    if kind == "fifo":
+        os.mkfifo(folder / "pipe.cu")
+        return folder / "pipe.cu"
+    if kind == "socket":
+        import socket
+
+        server = socket.socket(socket.AF_UNIX)
+        here = os.getcwd()
+        os.chdir(folder)
+        try:
+            server.bind("sock.log")
+        finally:
+            os.chdir(here)
+        return folder / "sock.log"
+    device = {"zero": "/dev/zero", "urandom": "/dev/urandom"}[kind]
+    (folder / f"{kind}.log").symlink_to(device)
+    return folder / f"{kind}.log"
+
+
+SPECIAL_KINDS = {"fifo": "a named pipe", "zero": "a character device", "urandom": "a character device", "socket": "a socket"}
+
+
+@pytest.mark.parametrize("named_by", ["path", "--so"])
+@pytest.mark.parametrize("kind", sorted(SPECIAL_KINDS))
+def test_a_named_pipe_a_device_or_a_socket_is_refused_before_it_is_opened(tmp_path, kind, named_by):
+    path = _special_file(tmp_path, kind)
+    args = [str(path)] if named_by == "path" else ["--so", str(path)]
+    done, _, _ = doctor(*args, seconds=10)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 2  # and the peak-rss line
+    assert f"{path}: {SPECIAL_KINDS[kind]}, not a regular file" in done.stderr
+
+
+@pytest.mark.parametrize("kind", ["zero", "urandom", "socket"])
+def test_log_refuses_devices_and_sockets(tmp_path, kind):
+    path = _special_file(tmp_path, kind)
+    done, _, _ = doctor("--log", str(path), seconds=10)
+    assert done.returncode == 2 and f"{path}: {SPECIAL_KINDS[kind]}; --log takes a regular file or a pipe" in done.stderr
+
+
+def test_log_from_a_named_pipe_without_a_writer_reads_as_empty(tmp_path):
+    os.mkfifo(tmp_path / "train.log")
+    done, _, _ = doctor("--json", "--log", str(tmp_path / "train.log"), seconds=10)
+    assert done.returncode == 0 and json.loads(done.stdout)["checks"][0]["detail"].startswith("0 lines")
+
+
+def test_log_from_a_named_pipe_is_read_until_its_writer_closes_it(tmp_path):
+    import threading
+
+    fifo = tmp_path / "train.log"
+    os.mkfifo(fifo)
+
+    def write() -> None:  # its open waits for doctor's; doctor's read waits for the close
+        with fifo.open("w") as stream:
+            stream.write("step 1\n")
+            stream.flush()
+            time.sleep(1)
+            stream.write("Segmentation fault (core dumped)\n")
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    done, _, _ = doctor("--json", "--log", str(fifo), seconds=15)
+    writer.join(5)
+    assert not writer.is_alive()
+    assert [f["code"] for f in json.loads(done.stdout)["findings"]] == ["kernel-crash"]
+
+
+def test_log_from_an_anonymous_pipe_as_bash_passes_it():
+    """`--log <(python train.py 2>&1)` names /dev/fd/63, the read end of a pipe."""
+    read, write = os.pipe()
+    os.write(write, b"Segmentation fault (core dumped)\n")
+    os.close(write)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "xlacc", "doctor", "--json", "--log", f"/dev/fd/{read}"],
+            cwd=ROOT, capture_output=True, text=True, timeout=30, pass_fds=(read,),
+        )
+    finally:
+        os.close(read)
+    assert [f["code"] for f in json.loads(done.stdout)["findings"]] == ["kernel-crash"]
+
+
+# -- many findings alike -------------------------------------------------------------------------------
+
+
+def test_20000_identical_launches_are_reported_three_times_and_counted(tmp_path):
+    source = tmp_path / "many.cu"
+    body = "  k<<<1, 1>>>(x);\n" * 20_000
+    source.write_text(f"__global__ void k(float* x) {{ x[0] = 1; }}\nvoid f(cudaStream_t s, float* x) {{\n{body}}}\n")
+    done, _, _ = doctor("--json", str(source), seconds=20)
+    ignored = [f["evidence"] for f in json.loads(done.stdout)["findings"] if f["code"] == "stream-ignored"]
+    assert len(ignored) == 3 and "(line 3)" in ignored[0] and ignored[2].endswith("(and 19997 more like it)")
+    text, _, _ = doctor(str(source), seconds=20)
+    assert text.stdout.count("✗ stream-ignored") == 3 and "(and 19997 more like it)" in text.stdout
+    assert len(text.stdout) < 1_000_000
+
+
+# -- how a command ended ------------------------------------------------------------------------------
+
+
+def test_a_command_that_ignores_sigterm_is_said_to_time_out_at_its_timeout():
+    done, _, _ = doctor("--json", "--timeout", "1", "--", "bash", "-c", 'trap "" TERM INT; sleep 30', seconds=15)
+    report = json.loads(done.stdout)
+    detail = report["checks"][-1]["detail"]
+    assert detail.startswith("timed out after 1 s; it ignored SIGTERM") and "SIGKILL 2" in detail
+    assert report["command"]["timeout"] == 1 and report["command"]["seconds"] >= 3
+
+
+def test_a_tiny_timeout_is_not_printed_as_0_s():
+    done, _, _ = doctor("--timeout", "1e-9", "--", "sleep", "5", seconds=15)
+    assert "timed out after less than 0.01 s; its process group was stopped" in done.stdout
+
+
+# -- empty flag values -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_arch_is_a_usage_error(value):
+    done, _, _ = doctor("--arch", value, seconds=10)
+    assert done.returncode == 2 and "--arch takes a GPU architecture such as sm_90; got an empty value" in done.stderr
+
+
+def test_an_empty_symbol_is_a_usage_error_in_the_api(host_library):
+    import xlacc
+
+    with pytest.raises(UsageError, match="--symbol takes the name of an entry point"):
+        xlacc.doctor(so=host_library, symbols=("",))

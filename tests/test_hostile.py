@@ -371,6 +371,8 @@ def test_kept_output_has_the_head_the_tail_and_short_lines():
         (["run-smoke", "demo", "--framework", "tensorflow"], "unknown framework"),
         (["run-smoke", "demo", "--framework", "torch-xla"], "is not generated for torch-xla"),
         (["frobnicate"], "No such command"),
+        (["doctor", "--symbol", ""], "--symbol takes the name of an entry point"),
+        (["doctor", "--arch", ""], "--arch"),
     ],
 )
 def test_names_that_cannot_be_used_are_one_line_errors(workspace, args, fragment):

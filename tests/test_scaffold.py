@@ -163,6 +163,11 @@ def test_generated_files_follow_the_umask(tmp_path):
         ({"template": "blank", "attrs": ["eps:f32=inf"]}, "finite"),
         ({"template": "blank", "inputs": ["int64_t"]}, "reserved for C types"),
         ({"template": "blank", "inputs": ["TARGET"]}, "uses that name itself"),
+        ({"name": "reference"}, "the generated package uses that name itself"),  # reference.py's, imported by jax.py
+        ({"name": "library", "frameworks": ["jax"]}, "the generated package uses that name itself"),  # _library of jax.py
+        ({"template": "blank", "inputs": ["EOF:f32"], "outputs": ["zout:f32"]}, "is a macro of the C"),
+        ({"template": "blank", "attrs": ["M_PI:f32"]}, "is a macro of the C"),
+        ({"template": "blank", "outputs": ["NULL"]}, "is a macro of the C"),
         ({"target": 'x"); import os; os.system("rm -rf /'}, "invalid target"),
         ({"template": "add", "inputs": ["a:f32"]}, "blank"),
     ],
@@ -186,6 +191,22 @@ def test_blank_names_that_would_shadow_generated_code_are_refused(tmp_path, flag
         scaffold.create(request(tmp_path, template="blank", **{flag[0]: flag[1]}))
 
 
+@pytest.mark.parametrize("platform", ["cpu", "cuda"])
+def test_operands_may_take_names_only_other_code_uses(tmp_path, platform):
+    """Names the op may not take (module-level names of the generated package) and lower-case
+    relatives of macros are parameters of the generated functions, which shadow nothing they use."""
+    scaffold.create(
+        request(
+            tmp_path, template="blank", platform=platform, frameworks=list(specmod.FRAMEWORKS),
+            inputs=["library", "reference", "op:f32", "eof"], outputs=["PLATFORM", "null:f32"],
+            attrs=["Target:f32=1.0", "ENTRY_POINT:i32=2", "example_inputs:f32", "pi:f64"],
+        )
+    )  # fmt: skip
+    spec = specmod.load(tmp_path / "myop")
+    assert [t.name for t in spec.inputs] == ["library", "reference", "op", "eof"]
+    assert [a.name for a in spec.attrs] == ["Target", "ENTRY_POINT", "example_inputs", "pi"]
+
+
 def test_blank_signature_from_flags(tmp_path):
     scaffold.create(
         request(tmp_path, template="blank", inputs=["a:T", "b:i32"], outputs=["c:T"], attrs=["scale:f32=0.5", "k:i64"], dtypes=["f32", "f16"])
@@ -197,12 +218,12 @@ def test_blank_signature_from_flags(tmp_path):
 
 
 def test_generated_code_carries_the_facts(tmp_path):
-    scaffold.create(request(tmp_path, name="op", platform="cuda", api="ffi", frameworks=["jax", "torch-xla"]))
-    project = tmp_path / "op"
+    scaffold.create(request(tmp_path, name="add_op", platform="cuda", api="ffi", frameworks=["jax", "torch-xla"]))
+    project = tmp_path / "add_op"
     kernel = (project / "kernel.cu").read_text()
-    entry = (project / "op" / "_entry_points.cu").read_text()
-    jax_ops = (project / "op" / "jax.py").read_text()
-    torch_ops = (project / "op" / "torch.py").read_text()
+    entry = (project / "add_op" / "_entry_points.cu").read_text()
+    jax_ops = (project / "add_op" / "jax.py").read_text()
+    torch_ops = (project / "add_op" / "torch.py").read_text()
     assert '#include "kernel.cu"' in entry and "kCmdBufferCompatible" in entry
     assert "xlacc::launch_status(" in kernel and "xlacc::launch(" in kernel and ", stream, xp, yp, outp, n)" in kernel
     assert "XlaCustomCallStatus* status" in entry

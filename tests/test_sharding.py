@@ -33,6 +33,7 @@ def test_rules_parse_into_one_factor_per_dim(text, operands, results):
         ("(k g -> k", "unclosed"),
         ("x x -> x", "names two dims"),
         ("x-y -> x", "not a factor name"),
+        ("a" * 32 + " -> x", "at most 31 characters"),
     ],
 )
 def test_a_bad_rule_says_what_is_wrong(text, message):
@@ -51,6 +52,19 @@ def test_a_rule_must_fit_the_op():
         sharding.check(rule, ("x", "w"), ("out",), {"w": 2}, ())
     with pytest.raises(sharding.RuleError, match="'rows' is not a factor"):
         sharding.check(rule, ("x", "w"), ("out",), {}, ("rows",))
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a, b -> c", "factor 'c' appears only in results"),  # once a traceback from jax's partitioner
+        ("a, b -> (a c)", "factor 'c' appears only in results"),
+        ("a, b -> ... a", "'...' in a result needs '...' in an operand"),
+    ],
+)
+def test_every_result_dim_comes_from_an_operand(text, message):
+    with pytest.raises(sharding.RuleError, match=message):
+        sharding.check(sharding.parse(text), ("x", "y"), ("out",), {}, ())
 
 
 def test_what_may_be_split_and_where_a_vmap_batch_folds():

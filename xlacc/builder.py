@@ -37,6 +37,7 @@ CACHE_FORMAT = 1
 # the project is; a build with the same key copies it instead of compiling.
 SHARED_CACHE_ENV = "XLACC_CACHE_DIR"
 SOURCE_PLATFORMS = {".cu": "cuda", ".cc": "cpu", ".cpp": "cpu", ".cxx": "cpu"}
+NO_LIBRARY_WRITTEN = "it exited 0 but wrote no shared library (the library there, if any, is kept)"
 MAX_SOURCE_BYTES = 64_000_000  # a source or header read for the cache key
 
 NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
@@ -290,8 +291,9 @@ def _files_target(files: list[Path], request: BuildRequest, archs: tuple[str, ..
         origin=f"-o {str(request.output)!r}" if request.output else str(default),
     )
     for flag in request.flags:
-        if not spec_mod.FLAG.match(flag):
-            raise UsageError(f"--flag {flag!r}: one compiler argument per --flag, without spaces")
+        problem = spec_mod.flag_problem(flag)
+        if problem is not None:
+            raise UsageError(f"--flag {flag!r}: {problem}")
     return Target(
         title=", ".join(p.name for p in files),
         root=Path.cwd().resolve(),
@@ -718,7 +720,9 @@ def _compile(plan: Plan, options: Options) -> CompileOutcome:
                 command, cwd=plan.target.root, capture_output=True, text=True, errors="replace"
             )
         output = done.stdout + done.stderr
-        ok = done.returncode == 0 and temporary.is_file() and temporary.stat().st_size > 0
+        ok = done.returncode == 0 and paths.is_shared_library(temporary)
+        if done.returncode == 0 and not ok:
+            output += f"\n{NO_LIBRARY_WRITTEN}"
         if ok:
             os.replace(temporary, library)
         return CompileOutcome(ok, done.returncode, output, time.perf_counter() - started)
@@ -786,7 +790,12 @@ def compiler_messages(output: str) -> CompilerMessages:
 
 def _compile_failure_check(plan: Plan, outcome: CompileOutcome, messages: CompilerMessages) -> Check:
     count = len(messages.errors)
-    first = messages.errors[0].splitlines()[0] if messages.errors else f"exit status {outcome.returncode}"
+    if messages.errors:
+        first = messages.errors[0].splitlines()[0]
+    elif outcome.returncode == 0:
+        first = NO_LIBRARY_WRITTEN
+    else:
+        first = f"exit status {outcome.returncode}"
     more = f" (and {count - 1} more)" if count > 1 else ""
     return Check("compile", False, f"{plan.compiler.kind} failed: {first}{more}")
 

@@ -29,7 +29,8 @@ from xlacc.report import (
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 success; 1 a problem was found; 2 a usage error (one line on stderr); "
-    "3 it needs hardware this machine lacks (run-smoke: a GPU); 130 interrupted."
+    "3 it needs hardware this machine lacks (run-smoke: a GPU); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM); "
+    "70 a bug in xlacc itself."
 )
 # Commands that take a command line after `--` (run, not parsed), and how their usage shows it.
 TRAILING_COMMAND = {"doctor": "[-- COMMAND ...]"}
@@ -270,7 +271,7 @@ def doctor(
         engine.DoctorRequest(
             paths=list(paths or []),
             so=so,
-            symbols=_split(symbols),
+            symbols=_split(symbols) or list(symbols or []),  # a blank --symbol reaches the check that refuses it
             arch=arch,
             log=log,
             list_checks=list_checks,

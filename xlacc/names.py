@@ -1,35 +1,87 @@
-"""The identifiers xlacc's generated code uses itself, which an operand or attribute may not take.
+"""The names xlacc's generated code uses itself, which the user's names may not take.
 
-Operand and attribute names become C++ parameters and Python arguments next to the generated
-code's own names, so a tensor named `ins` or `backend_config` would shadow one of them and break
-the project. The set is not written by hand: :func:`derive` renders the templates whose code
-carries the user's names (the blank template, every platform and api) with placeholder names and
-collects every other identifier that code uses. It is stored in ``reserved_names.txt`` so that
-loading a spec stays fast; ``python -m xlacc.names`` rewrites it, and a test keeps it current.
+None of the three sets is written by hand: each is derived from what xlacc generates and stored
+next to this module, so that loading a spec stays fast. ``python -m xlacc.names`` rewrites the
+files, and tests keep them current.
+
+- ``reserved_names.txt``, refused for operands and attributes: they become C++ parameters and
+  Python arguments next to the generated code's own names, so a tensor named `ins` or
+  `backend_config` would shadow one of them. :func:`derive` renders the templates whose code
+  carries those names (the blank template, every platform and api) with placeholder names and
+  collects every other identifier that code uses (in Python, those of each function that takes a
+  user's name: a module-level name such a function does not use may be shadowed safely).
+- ``reserved_op_names.txt``, refused for the op's name: it becomes module-level names of the
+  generated Python (``NAME``, ``_NAME``, ``_NAME_check``... and the package the tests import), so an
+  op named `library`, `TARGET` or `op` (``_op``) would overwrite one of the module's own.
+  :func:`derive_op_names` renders every template, platform, api and set of frameworks and collects
+  the module-level names of each Python file, and the op names that would rebuild one of them (a
+  name that only another module binds is harmless: ``DTYPES``, ``example_inputs``); and the
+  attributes of torch's op namespace, which hide an op of the same name from ``torch.ops.xlacc``.
+- ``reserved_macros.txt``, refused for operands and attributes: the macros the headers of the
+  generated C++ define (`EOF`, `NULL`, `errno`, `M_PI`, CUDA's `cudaStreamDefault`...), which the
+  preprocessor would put in place of a parameter of that name. :func:`derive_macros` preprocesses
+  xlacc's headers and every header a template includes with g++ (``-dM -E``) and, for CUDA, nvcc.
+  The op's name needs no such check: generated C++ only uses it as a prefix (``NAME_launch``),
+  which :func:`derive_op_names` verifies.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import re
+import subprocess
 import sys
-from functools import lru_cache
+import tempfile
+from functools import cache
 from pathlib import Path
 
 RESERVED_FILE = Path(__file__).with_name("reserved_names.txt")
+OP_NAMES_FILE = Path(__file__).with_name("reserved_op_names.txt")
+MACROS_FILE = Path(__file__).with_name("reserved_macros.txt")
+INCLUDE_DIR = Path(__file__).with_name("include")  # xlacc/kernel.h, entry.h, ffi.h
 PLACEHOLDER = "xlaccprobe"
+PROBE_OP = f"{PLACEHOLDER}_op"
 # C/C++ comments, string and character literals: their words are not identifiers.
 CXX_NOISE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 # An identifier not reached through a member or scope operator (those cannot be shadowed).
 CXX_IDENTIFIER = re.compile(r"(?<![\w.>:])(?<!->)(?<!::)([A-Za-z_]\w*)")
+ANGLE_INCLUDE = re.compile(r"#\s*include\s*<([^>]+)>")
+DEFINE = re.compile(r"^#define\s+([A-Za-z_]\w*)", re.MULTILINE)
+# torch.ops.xlacc.NAME finds the op only where torch's namespace object has no attribute of that
+# name itself (torch 2.9: these); a test compares them with the installed torch's.
+TORCH_NAMESPACE_ATTRIBUTES = frozenset({"name", "_dir"})
+# A kernel to wrap, so that the `--from` template is probed too.
+WRAPPED_KERNEL = {
+    "cuda": "__global__ void {p}_kernel(const float* {p}_in0, float* {p}_out0, int n) {{}}\n",
+    "cpu": "void {p}_kernel(const float* {p}_in0, float* {p}_out0, int n) {{}}\n",
+}
 
 
-@lru_cache(maxsize=1)
-def generated_identifiers() -> frozenset[str]:
+@cache
+def _stored(path: Path) -> frozenset[str]:
     try:
-        return frozenset(RESERVED_FILE.read_text(encoding="utf-8").split())
+        return frozenset(path.read_text(encoding="utf-8").split())
     except FileNotFoundError:  # only while `python -m xlacc.names` derives it the first time
         return frozenset()
+
+
+def generated_identifiers() -> frozenset[str]:
+    """Names an operand or attribute may not take: identifiers of the code that carries them."""
+    return _stored(RESERVED_FILE)
+
+
+def op_names() -> frozenset[str]:
+    """Names the op may not take: module-level names of the generated Python."""
+    return _stored(OP_NAMES_FILE)
+
+
+def macros() -> frozenset[str]:
+    """Names an operand or attribute may not take: macros of the generated C++'s headers."""
+    return _stored(MACROS_FILE)
+
+
+# -- identifiers of the code that carries operand and attribute names ----------------------------
 
 
 def derive() -> frozenset[str]:
@@ -41,7 +93,7 @@ def derive() -> frozenset[str]:
     for platform in specmod.PLATFORMS:
         for api in specmod.APIS:
             request = scaffold.NewRequest(
-                name=f"{PLACEHOLDER}_op",
+                name=PROBE_OP,
                 template="blank",
                 platform=platform,
                 api=api,
@@ -134,10 +186,140 @@ def cxx_identifiers(text: str) -> set[str]:
     return set(CXX_IDENTIFIER.findall(code))
 
 
-def write() -> None:
-    names = sorted(derive())
-    RESERVED_FILE.write_text("\n".join(names) + "\n", encoding="utf-8")
-    print(f"wrote {len(names)} names to {RESERVED_FILE}")
+# -- module-level names of the generated Python, which the op's name becomes one of ---------------
+
+
+def derive_op_names() -> frozenset[str]:
+    """The op names that would take a module-level name of a generated Python file: each such
+    name, and each name that put into a file's ``_NAME``-like name rebuilds one of the others;
+    and the attributes of torch's op namespace."""
+    found: set[str] = set(TORCH_NAMESPACE_ATTRIBUTES)
+    for path, text in _every_project_file():
+        if path.endswith((".cc", ".cu")) and PROBE_OP in CXX_IDENTIFIER.findall(CXX_NOISE.sub(" ", text)):
+            raise AssertionError(f"{path} uses the op's name alone as a C++ identifier: refuse macros for it too")
+        if not path.endswith(".py"):
+            continue
+        defined = module_level_names(text)
+        fixed = {name for name in defined if PLACEHOLDER not in name}
+        for name in defined - fixed:
+            prefix, _, suffix = name.partition(PROBE_OP)
+            shape = re.compile(re.escape(prefix) + r"(\w+)" + re.escape(suffix))
+            found |= {match[1] for match in map(shape.fullmatch, fixed) if match}
+    return frozenset(name for name in found if _can_be_given(name))
+
+
+def module_level_names(text: str) -> set[str]:
+    """The names a Python file binds at module level: defs, classes, assignments, imports."""
+    names: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            names.update(name for inner in ast.walk(node) if isinstance(inner, ast.Global) for name in inner.names)
+            return  # what else they bind inside is theirs
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.partition(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(text))
+    return names
+
+
+def _every_project_file():
+    """(path, text) of every file of every template, platform, api and set of frameworks, the op
+    named PROBE_OP; the blank template also with the placeholder signature of :func:`derive`."""
+    from xlacc import scaffold
+    from xlacc import spec as specmod
+
+    framework_sets = [list(s) for n in range(1, len(specmod.FRAMEWORKS) + 1) for s in itertools.combinations(specmod.FRAMEWORKS, n)]
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        for template in [*scaffold.available_templates(), scaffold.WRAP_TEMPLATE]:
+            platforms = scaffold.template_meta(template).get("platforms", specmod.PLATFORMS)
+            for platform, api, frameworks in itertools.product(platforms, specmod.APIS, framework_sets):
+                request = scaffold.NewRequest(PROBE_OP, template, platform, api, frameworks, directory=root / PLACEHOLDER)
+                if template == scaffold.WRAP_TEMPLATE:
+                    request.from_file = root / f"{PLACEHOLDER}{'.cu' if platform == 'cuda' else '.cc'}"
+                    request.from_file.write_text(WRAPPED_KERNEL[platform].format(p=PLACEHOLDER), encoding="utf-8")
+                yield from scaffold.render(*scaffold.spec_for(request)).items()
+        for platform, api, special_outputs in itertools.product(specmod.PLATFORMS, specmod.APIS, (False, True)):
+            request = scaffold.NewRequest(PROBE_OP, "blank", platform, api, list(specmod.FRAMEWORKS), directory=root / PLACEHOLDER)
+            yield from scaffold.render(*_probe_spec(request, special_outputs)).items()
+
+
+# -- macros of the generated C++'s headers --------------------------------------------------------
+
+
+def derive_macros(platform: str) -> frozenset[str]:
+    """The macros that code generated for ``platform`` ("cpu" or "cuda") sees once it includes
+    xlacc's headers and those the templates include, by the compiler ``xlacc build`` would use.
+    Raises ToolchainMissing where that compiler or the XLA FFI headers are missing, and for CUDA
+    where nvcc cannot preprocess the CUDA headers."""
+    from xlacc import toolchain
+    from xlacc.errors import ToolchainMissing
+
+    ffi_dir = toolchain.ffi_include_dir()
+    unit = "".join(f"#include <{header}>\n" for header in _template_headers())
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / f"headers{'.cu' if platform == 'cuda' else '.cc'}"
+        source.write_text(unit, encoding="utf-8")
+        if platform == "cuda":
+            compiler = toolchain.find_nvcc().path
+            command = [compiler, "-std=c++17", "-E", "-Xcompiler", "-dM", "-x", "cu"]
+        else:
+            compiler = toolchain.find_host_cxx().path
+            command = [compiler, "-std=c++17", "-E", "-dM", "-x", "c++"]
+        command += ["-I", INCLUDE_DIR, "-I", ffi_dir, source]
+        done = subprocess.run([str(arg) for arg in command], check=False, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        error = next((line for line in done.stderr.splitlines() if "error" in line), done.stderr.strip()[-300:])
+        message = f"{compiler} could not preprocess xlacc's headers: {error}"
+        raise ToolchainMissing(message) if platform == "cuda" else RuntimeError(message)
+    return frozenset(name for name in DEFINE.findall(done.stdout) if _can_be_given(name))
+
+
+def _template_headers() -> list[str]:
+    """Every header a template includes with <...>, xlacc's own among them."""
+    from xlacc import scaffold
+
+    return sorted({h for path in scaffold.templates_root().rglob("*.j2") for h in ANGLE_INCLUDE.findall(path.read_text(encoding="utf-8"))})
+
+
+def _can_be_given(name: str) -> bool:
+    """Whether a user could otherwise give this name (the checks of check_identifier)."""
+    from xlacc import spec as specmod
+    from xlacc.errors import UsageError
+
+    try:
+        specmod.check_identifier(name)
+    except UsageError:
+        return False
+    return True
+
+
+def write() -> int:
+    from xlacc.errors import ToolchainMissing
+
+    _write(RESERVED_FILE, derive())
+    _write(OP_NAMES_FILE, derive_op_names())
+    try:
+        _write(MACROS_FILE, derive_macros("cpu") | derive_macros("cuda"))
+    except ToolchainMissing as exc:
+        print(f"kept {MACROS_FILE}: {exc} (run this where g++, nvcc, the CUDA headers and jaxlib are installed)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write(path: Path, names: frozenset[str]) -> None:
+    path.write_text("\n".join(sorted(names)) + "\n", encoding="utf-8")
+    print(f"wrote {len(names)} names to {path}")
 
 
 if __name__ == "__main__":

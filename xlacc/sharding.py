@@ -114,7 +114,7 @@ def _entry(part: str) -> tuple[str | tuple[str, ...], ...]:
         elif FACTOR.match(token):
             (compound if compound is not None else factors).append(token)
         else:
-            raise RuleError(f"{part.strip()!r}: {token!r} is not a factor name (letters, digits, '_')")
+            raise RuleError(f"{part.strip()!r}: {token!r} is not a factor name (letters, digits, '_', at most 31 characters)")
     if compound is not None:
         raise RuleError(f"{part.strip()!r}: unclosed '('")
     names = [n for f in factors if f != ELLIPSIS for n in ((f,) if isinstance(f, str) else f)]
@@ -135,9 +135,20 @@ def check(rule: Rule, inputs: tuple[str, ...], outputs: tuple[str, ...], ranks: 
         rank = ranks.get(name)
         if rank is not None and ELLIPSIS not in entry and len(entry) != rank:
             raise RuleError(f"{rule.text!r}: {name} has {rank} dims, its entry {entry_text(entry)!r} names {len(entry)}")
+    _results_come_from_operands(rule)
     unknown = [f for f in whole if f not in rule.factors]
     if unknown:
         raise RuleError(f"whole = {list(whole)}: {unknown[0]!r} is not a factor of {rule.text!r}")
+
+
+def _results_come_from_operands(rule: Rule) -> None:
+    """A result's dims are sized by the operands' factors: one named only on the right has no size."""
+    named = {n for entry in rule.operands for f in entry for n in ((f,) if isinstance(f, str) else f)}
+    alone = next((f for f in rule.factors if f not in named), None)
+    if alone is not None:
+        raise RuleError(f"{rule.text!r}: factor {alone!r} appears only in results; every result dim takes an operand's factor")
+    if any(ELLIPSIS in e for e in rule.results) and not any(ELLIPSIS in e for e in rule.operands):
+        raise RuleError(f"{rule.text!r}: '...' in a result needs '...' in an operand to take its dims from")
 
 
 def elementwise(n_inputs: int, n_outputs: int) -> str:

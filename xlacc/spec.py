@@ -101,7 +101,11 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 TARGET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,126}$")
 ARCH = re.compile(r"^sm_(\d{2,3})a?$")
 MAX_SPEC_BYTES = 1_000_000
+MAX_DIM = 2**31 - 1  # a dim the kernels index with int
 FLAG = re.compile(r"^[^\s\x00-\x1f\x7f]+$")  # one compiler argument; the command runs without a shell
+# Flags that change what the compiler writes, or where: xlacc names the output and verifies a library.
+OUTPUT_FLAGS = frozenset({"-E", "-S", "-c", "-M", "-MM", "-fsyntax-only", "--preprocess", "--compile", "-ptx", "-cubin", "-fatbin"})
+OUTPUT_FLAG_PREFIXES = ("-o", "--output", "-Wl,-o", "-Wl,--output", "-odir")
 # A file named in the spec: generated C++ includes it (#include "PATH") and xlacc.toml is rewritten
 # with it, so no quotes, backslashes or control characters.
 PATH_TEXT = re.compile(r'^[^"\\\x00-\x1f\x7f]+$')
@@ -128,10 +132,15 @@ def check_identifier(name: Any, what: str = "name") -> str:
 
 
 def check_op_name(name: Any) -> str:
-    """The op's name: an identifier that can also name a Python package next to jax and torch."""
+    """The op's name: an identifier that can also name a Python package next to jax and torch, and
+    that put into the generated modules' names (``NAME``, ``_NAME``...) overwrites none of theirs."""
     check_identifier(name, "name")
     if name in IMPORTED_PACKAGES or name in sys.stdlib_module_names:
         raise UsageError(f"invalid name {name!r}: the op's Python package would hide the module {name!r}; pick another name")
+    from xlacc import names
+
+    if name in names.op_names():
+        raise UsageError(f"invalid name {name!r}: the generated package uses that name itself; pick another")
     return name
 
 
@@ -142,7 +151,18 @@ def check_member_name(name: Any, what: str) -> str:
 
     if name in names.generated_identifiers():
         raise UsageError(f"invalid {what} {name!r}: the generated code uses that name itself; pick another")
+    if name in names.macros():
+        raise UsageError(f"invalid {what} {name!r}: it is a macro of the C/C++ headers the generated code includes; pick another")
     return name
+
+
+def flag_problem(flag: str) -> str | None:
+    """Why ``flag`` cannot be one of the compiler arguments xlacc passes on; None if it can."""
+    if not FLAG.match(flag):
+        return "one argument per item, without spaces or control characters"
+    if flag in OUTPUT_FLAGS or flag.startswith(OUTPUT_FLAG_PREFIXES):
+        return "it changes what the compiler writes or where; xlacc names the library and verifies it"
+    return None
 
 
 def _python_name(text: str) -> bool:
@@ -753,10 +773,10 @@ class _Reader:
             return Tensor(name, dtypes, None, like=shape)
         if shape is not None:
             if not isinstance(shape, list) or not all(
-                (isinstance(d, int) and not isinstance(d, bool) and d >= 0) or (isinstance(d, str) and IDENTIFIER.match(d))
+                (isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM) or (isinstance(d, str) and IDENTIFIER.match(d))
                 for d in shape
             ):
-                raise self.fail(f"{key}.shape", "use a list of non-negative ints or symbol names, or an input's name")
+                raise self.fail(f"{key}.shape", f"use a list of ints from 0 to {MAX_DIM} or symbol names, or an input's name")
             shape = tuple(shape)
         elif is_output:
             raise self.fail(f"{key}.shape", "missing: give an input's name (same shape) or a list of dims")
@@ -776,8 +796,8 @@ class _Reader:
             return Tensor(name, dtypes, None, like=alias, alias=alias)
         if not scratch:
             return self.tensor({k: v for k, v in raw.items() if k != "scratch"}, key, is_output=True)
-        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
-            raise self.fail(f"{key}.shape", "a scratch result needs a fixed shape: a list of positive ints")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and 0 < d <= MAX_DIM for d in shape):
+            raise self.fail(f"{key}.shape", f"a scratch result needs a fixed shape: a list of ints from 1 to {MAX_DIM}")
         return Tensor(name, dtypes, tuple(shape), scratch=True)
 
     def attr(self, raw: Any, key: str) -> Attr:
@@ -807,9 +827,9 @@ class _Reader:
 
     def build(self, table: dict) -> Build:
         flags = self.strings(table, "build.flags")
-        bad = next((f for f in flags if not FLAG.match(f)), None)
-        if bad is not None:
-            raise self.fail("build.flags", f"{bad!r}: one argument per list item, without spaces or control characters")
+        problem = next(((f, flag_problem(f)) for f in flags if flag_problem(f)), None)
+        if problem is not None:
+            raise self.fail("build.flags", f"{problem[0]!r}: {problem[1]}")
         defines = self.strings(table, "build.defines")
         bad = next((d for d in defines if not FLAG.match(d)), None)
         if bad is not None:
@@ -902,6 +922,7 @@ class _Reader:
                 where = "alias" if out.alias else "shape"
                 raise self.fail(f"outputs[{i}].{where}", f"{out.like!r} is not an input; use one of: {', '.join(input_names)}")
         self.cross_check_results(spec)
+        self.check_output_symbols(spec)
         generic = {t.dtypes for t in spec.inputs + spec.outputs if t.generic}
         if len(generic) > 1:
             raise self.fail("inputs", "all dtype lists in one op must be the same list (the op is generic over one type)")
@@ -912,6 +933,14 @@ class _Reader:
         self.check_saved(spec, names)
         self.check_sharding(spec)  # before the backward: its target's rule is derived from this one
         self.check_backward(spec, names)
+
+    def check_output_symbols(self, spec: Spec) -> None:
+        """A symbol in a result's shape is sized by an input's dim of the same symbol."""
+        known = {d for t in spec.inputs for d in (t.shape or ()) if isinstance(d, str)}
+        for i, t in enumerate(spec.outputs):
+            unknown = next((d for d in (t.shape or ()) if isinstance(d, str) and d not in known), None)
+            if unknown is not None:
+                raise self.fail(f"outputs[{i}].shape", f"{unknown!r} is no input's dim: name it in an input's shape, or give a number")
 
     def check_kernel(self, spec: Spec) -> None:
         if not spec.build.kernel:

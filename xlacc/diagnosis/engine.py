@@ -1,15 +1,20 @@
 """``xlacc doctor``: decide what to examine, run the rules over it, and gather one Report.
 
 With no PATH, --so, --log or command, the environment is examined; otherwise only what was named.
+Findings that differ only in where they were seen (the same launch on 20000 lines) are shown a few
+times, the last of them counting the rest.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlacc.diagnosis import inputs
 from xlacc.diagnosis.findings import BY_CODE, CATALOGUE, GROUPS
@@ -18,8 +23,14 @@ from xlacc.diagnosis.section import Section
 from xlacc.errors import UsageError
 from xlacc.report import Check, Finding, Report
 
+if TYPE_CHECKING:
+    from xlacc.diagnosis.command import CommandResult
+
 SCANNED_KINDS = frozenset({"c", "py", "sh"})
 DEFAULT_TIMEOUT_S = 600.0
+ALIKE_SHOWN = 3  # findings alike but for their line numbers: shown this many times, then counted
+# Line numbers in evidence: "(line 12)", "lines 3-9", "kernel.cu:40", "notes.md:cell 2".
+LOCATION = re.compile(r"(?<=\bline )\d+|(?<=\blines )\d+(?:-\d+)?|(?<=:)\d+|(?<=\bcell )\d+")
 
 
 @dataclass
@@ -49,8 +60,10 @@ class _Inputs:
 
 def run(request: DoctorRequest) -> Report:
     only = _codes(request.only)
-    if request.arch:
+    if request.arch is not None:
         _check_arch(request.arch)
+    if any(not symbol.strip() for symbol in request.symbols):
+        raise UsageError("--symbol takes the name of an entry point the .so must export; got an empty value")
     if request.command:
         from xlacc.diagnosis import command
 
@@ -91,8 +104,32 @@ def _report(title: str, sections: list[Section], only: set[str]) -> Report:
     return Report(
         title=title,
         checks=[section.check(only) for section in sections],
-        findings=[finding for section in sections for finding in section.filtered(only)],
+        findings=_fold_alike([finding for section in sections for finding in section.filtered(only)]),
     )
+
+
+def _fold_alike(findings: list[Finding]) -> list[Finding]:
+    """Of findings alike but for their line numbers, the first :data:`ALIKE_SHOWN`, the last of
+    them saying how many more there are; exact repeats count once (as :func:`report.rank` keeps them)."""
+    first: dict[tuple[str, str], Finding] = {}
+    for finding in findings:
+        first.setdefault((finding.code, finding.evidence), finding)
+    total = Counter(map(_alike, first.values()))
+    shown: Counter = Counter()
+    folded = []
+    for finding in first.values():
+        key = _alike(finding)
+        shown[key] += 1
+        more = total[key] - ALIKE_SHOWN
+        if shown[key] == ALIKE_SHOWN and more > 0:
+            finding = replace(finding, evidence=f"{finding.evidence} (and {more} more like it)")
+        if shown[key] <= ALIKE_SHOWN:
+            folded.append(finding)
+    return folded
+
+
+def _alike(finding: Finding) -> tuple:
+    return (finding.code, finding.severity, finding.likelihood, finding.title, finding.fix, LOCATION.sub("#", finding.evidence))
 
 
 def _codes(only: list[str]) -> set[str]:
@@ -105,6 +142,8 @@ def _codes(only: list[str]) -> set[str]:
 def _check_arch(arch: str) -> None:
     from xlacc import fatbin
 
+    if not arch.strip():
+        raise UsageError("--arch takes a GPU architecture such as sm_90; got an empty value")
     try:
         fatbin.parse_arch(arch)
     except ValueError as exc:
@@ -130,7 +169,9 @@ def _gather(request: DoctorRequest) -> _Inputs:
             raise UsageError(f"{path}: no such file or directory")
         if path.is_dir():
             _gather_directory(path, gathered)
-        elif path.name == "xlacc.toml":
+            continue
+        inputs.require_regular_file(path)  # before anything opens it: a named pipe would block
+        if path.name == "xlacc.toml":
             _gather_directory(path.parent, gathered)
         elif path.suffix == ".so" or ".so." in path.name or inputs.is_elf(path):
             gathered.libraries.append(path)
@@ -242,6 +283,8 @@ def _library_sections(request: DoctorRequest, gathered: _Inputs) -> list[Section
     paths = list(gathered.libraries) + ([request.so] if request.so else [])
     if request.so is not None and not request.so.exists():
         raise UsageError(f"--so {request.so}: no such file")
+    if request.so is not None and not request.so.is_dir():
+        inputs.require_regular_file(request.so, "--so")
     symbols, symbols_from = request.symbols, "--symbol"
     if not symbols:  # the entry points of the project the library belongs to
         specs = gathered.specs or ([owner] if request.so and (owner := _owning_spec(request.so)) else [])
@@ -299,14 +342,8 @@ def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], d
         run_findings = runtime.diagnose_output(result.output.text, result.returncode) + hlo_sharding.diagnose_dump(dump)
     program_section, code_findings = _program_section(argv)
     findings = runtime.rank_with_code(run_findings, code_findings, result.returncode)
-    if result.returncode is None:
-        ended = f"timed out after {result.seconds:.0f} s; its process group was stopped"
-    elif result.signal_name:
-        ended = f"killed by {result.signal_name} after {result.seconds:.1f} s"
-    else:
-        ended = f"exit {result.returncode} in {result.seconds:.1f} s"
     failed = result.returncode != 0
-    sections = [Section(f"command {shlex.join(argv)}", ended, findings, failed=failed)]
+    sections = [Section(f"command {shlex.join(argv)}", _ended(result, timeout), findings, failed=failed)]
     if program_section is not None:
         sections.insert(0, program_section)
     data = {
@@ -314,10 +351,33 @@ def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], d
         "returncode": result.returncode,
         "signal": result.signal_name,
         "seconds": round(result.seconds, 3),
+        "timeout": timeout,
         "output_tail": result.tail(),
     }
     tail = f"last lines of its output:\n{result.tail()}" if failed and result.output.text.strip() else ""
     return sections, data, tail
+
+
+def _ended(result: CommandResult, timeout: float) -> str:
+    """How the command ended. At the timeout its group gets SIGTERM and, if the command has not
+    exited :data:`command.KILL_GRACE_S` later, SIGKILL: that wait is not part of the timeout."""
+    from xlacc.diagnosis.command import KILL_GRACE_S
+
+    if result.returncode is None:
+        stopped = result.seconds - timeout
+        if stopped < KILL_GRACE_S:
+            return f"timed out after {_duration(timeout)}; its process group was stopped"
+        return f"timed out after {_duration(timeout)}; it ignored SIGTERM: its process group was stopped with SIGKILL {_duration(stopped)} later"
+    if result.signal_name:
+        return f"killed by {result.signal_name} after {_duration(result.seconds)}"
+    return f"exit {result.returncode} in {_duration(result.seconds)}"
+
+
+def _duration(seconds: float) -> str:
+    """To two decimals at most: "3 s", "0.5 s", "2.01 s"; "less than 0.01 s" below that."""
+    if seconds < 0.005:
+        return "less than 0.01 s"
+    return f"{seconds:.2f}".rstrip("0").rstrip(".") + " s"
 
 
 def _program_section(argv: list[str]) -> tuple[Section | None, list[Finding]]:

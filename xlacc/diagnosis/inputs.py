@@ -7,6 +7,10 @@ entries. Logs and a command's output are streamed: doctor keeps the first and la
 between every line that names something the text rules look for (with a few lines around it, for
 messages a logger wrapped), so a 200 MB log costs seconds and a few MB of memory, and no line longer
 than :data:`MAX_LINE` reaches a rule.
+
+Nothing is opened that could block or never end: a file named on the command line must be a regular
+file (not a named pipe, a device or a socket), and a log may also be a pipe (``--log <(cmd)``),
+opened without waiting for a writer.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import itertools
 import json
 import os
 import re
+import stat
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -43,6 +48,12 @@ MAX_KEPT_BYTES = 4_000_000  # of matching lines in the middle of a log: its firs
 GROUP_LINES = 16
 CHUNK_BYTES = 1 << 20
 ELF_MAGIC = b"\x7fELF"
+SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 FENCE_LANGUAGES = {
     "c": ("cuda", "cu", "cpp", "c++", "cc", "c", "cxx", "h", "hpp", "cuh"),
@@ -139,6 +150,22 @@ def _cell_text(value) -> str:
 
 
 # -- files and folders ------------------------------------------------------------------------------
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of this ``st_mode`` is when it is neither a regular file nor a directory."""
+    return next((kind for is_kind, kind in SPECIAL_KINDS if is_kind(mode)), None)
+
+
+def require_regular_file(path: Path, flag: str = "") -> None:
+    """Refuse (after following links) what reading would block on or never finish: a named pipe
+    waits for a writer, /dev/zero never ends. ``flag``: the option that named it, for the message."""
+    try:
+        kind = special_kind(os.stat(path).st_mode)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if kind is not None:
+        raise UsageError(f"{flag + ' ' if flag else ''}{path}: {kind}, not a regular file")
 
 
 def read_text(path: Path, limit: int = MAX_SOURCE_BYTES) -> str:
@@ -354,13 +381,28 @@ def read_log(stream: BinaryIO, interesting: Interesting | None) -> LogText:
 
 
 def read_log_file(path: Path, interesting: Interesting | None) -> LogText:
+    """A log file, or a pipe (``--log <(cmd)`` is /dev/fd/63); a device or a socket is refused."""
     try:
-        with path.open("rb") as stream:
+        with _open_log(path) as stream:
             return read_log(stream, interesting)
     except IsADirectoryError:
         raise UsageError(f"{path} is a directory; --log takes a file") from None
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _open_log(path: Path) -> BinaryIO:
+    mode = os.stat(path).st_mode
+    if stat.S_ISFIFO(mode):
+        # Opening a pipe for reading waits for a writer unless non-blocking; once open, a pipe
+        # without a writer reads as empty, and one with a writer is read to its end.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    kind = special_kind(mode)
+    if kind is not None:
+        raise UsageError(f"{path}: {kind}; --log takes a regular file or a pipe")
+    return path.open("rb")
 
 
 def lines_of(text: str) -> Iterator[str]:

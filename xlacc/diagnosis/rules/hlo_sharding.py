@@ -89,7 +89,7 @@ def _short(line: str, limit: int = 220) -> str:
 
 def dump_modules(directory: Path) -> list[Path]:
     """The compiled modules of an ``--xla_dump_to`` folder (empty when it is not one)."""
-    return sorted(path for pattern in DUMP_MODULES for path in Path(directory).glob(pattern))
+    return sorted(path for pattern in DUMP_MODULES for path in Path(directory).glob(pattern) if path.is_file())
 
 
 def is_dump(directory: Path) -> bool:

@@ -15,6 +15,7 @@ from xlacc.diagnosis.program import TYPED_FFI, EntryPoint, Program, registration
 from xlacc.parsers import cxx
 from xlacc.report import Finding
 
+MAX_LAUNCHES_NAMED = 10  # a finding names this many unchecked launches, then counts the rest
 DEFAULT_STREAMS = frozenset({"0", "0u", "nullptr", "NULL", "cudaStreamLegacy", "cudaStreamPerThread", "cudaStreamDefault"})
 HOST_SYNC_CALLS = frozenset(
     "cudaDeviceSynchronize cudaStreamSynchronize cudaEventSynchronize cudaMalloc cudaMallocManaged cudaMallocHost "
@@ -252,7 +253,10 @@ def unchecked_launch(function: cxx.Function, source: cxx.CxxSource, program: Pro
             unchecked = []
     if not unchecked:
         return None
-    kernels = ", ".join(f"`{launch.kernel}` (line {launch.line})" for launch in unchecked)  # lines of this function's file
+    shown = unchecked[:MAX_LAUNCHES_NAMED]
+    kernels = ", ".join(f"`{launch.kernel}` (line {launch.line})" for launch in shown)  # lines of this function's file
+    if len(unchecked) > len(shown):
+        kernels += f" and {len(unchecked) - len(shown)} more"
     return make(
         "unchecked-launch",
         f"{function.short_name} ({source.name}:{function.line}) launches {kernels} and never calls cudaGetLastError "
