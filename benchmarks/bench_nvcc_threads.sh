@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # A default CUDA build (sm_80 and sm_90 SASS + compute_90 PTX, as `xlacc build` makes without a
 # visible GPU) of three templates, with and without `nvcc --threads 0`, alternately, twice: wall
-# and user seconds of each compile. Needs nvcc, jaxlib (XLA's FFI headers) and xlacc importable.
+# and user seconds of each compile. Needs nvcc, jaxlib (XLA's FFI headers), typer and jinja2.
 #   bash benchmarks/bench_nvcc_threads.sh
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 ffi_include="$(python3 -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("jaxlib").origin).parent / "include")')"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
