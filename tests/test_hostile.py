@@ -372,6 +372,8 @@ def test_kept_output_has_the_head_the_tail_and_short_lines():
         (["run-smoke", "demo", "--framework", "torch-xla"], "is not generated for torch-xla"),
         (["frobnicate"], "No such command"),
         (["doctor", "--symbol", ""], "--symbol takes the name of an entry point"),
+        (["new", "x", "--platform", "cpu", "--framework", ","], "--framework names nothing"),  # once jax alone
+        (["new", "x", "--platform", "cpu", "--dtype", ""], "--dtype names nothing"),
         (["doctor", "--arch", ""], "--arch"),
     ],
 )

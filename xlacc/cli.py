@@ -103,6 +103,14 @@ def _split(values: Optional[List[str]]) -> list[str]:
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
 
 
+def _some(value: str, flag: str) -> list[str]:
+    """A comma-separated flag given a value that names nothing is refused, not read as the default."""
+    parts = _split([value])
+    if not parts:
+        raise UsageError(f"{flag} names nothing; got {value!r}")
+    return parts
+
+
 def _integers(value: Optional[str], flag: str) -> Optional[list[int]]:
     if value is None:
         return None
@@ -141,10 +149,10 @@ def new(
             template=template,
             platform=platform,
             api=api,
-            frameworks=_split([framework]),
+            frameworks=_some(framework, "--framework"),
             directory=directory,
             target=target,
-            dtypes=_split([dtype]) if dtype else [],
+            dtypes=_some(dtype, "--dtype") if dtype is not None else [],
             inputs=list(inputs or []),
             outputs=list(outputs or []),
             attrs=list(attrs or []),
