@@ -21,10 +21,15 @@ ELF_MAGIC = b"\x7fELF"
 ELF_TYPE_SHARED = 3  # ET_DYN: a shared object
 
 
-FILE_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+SPECIAL_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 # -- reading -----------------------------------------------------------------------------------
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of this ``st_mode`` is when it is neither a regular file nor a directory."""
+    return next((kind for is_kind, kind in SPECIAL_KINDS if is_kind(mode)), None)
 
 
 def read_user_file(path: Path, limit: int) -> bytes:
@@ -42,8 +47,7 @@ def read_user_file(path: Path, limit: int) -> bytes:
         if stat.S_ISDIR(status.st_mode):
             raise UsageError(f"{path} is a directory, not a file")
         if not stat.S_ISREG(status.st_mode):
-            kind = next((name for test, name in FILE_KINDS if test(status.st_mode)), "not a regular file")
-            raise UsageError(f"{path}: {kind}, not a regular file")
+            raise UsageError(f"{path}: {special_kind(status.st_mode) or 'an unusual file'}, not a regular file")
         if status.st_size > limit:
             raise UsageError(f"{path}: {status.st_size / 1e6:.1f} MB, more than the {limit / 1e6:.0f} MB xlacc reads of such a file")
         os.set_blocking(fd, True)

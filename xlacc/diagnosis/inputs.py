@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import BinaryIO, Iterator, Protocol
 
+from xlacc import paths
 from xlacc.errors import UsageError
 
 C_SUFFIXES = frozenset({".cu", ".cuh", ".cc", ".cpp", ".cxx", ".c", ".h", ".hpp", ".hh"})
@@ -48,12 +49,6 @@ MAX_KEPT_BYTES = 4_000_000  # of matching lines in the middle of a log: its firs
 GROUP_LINES = 16
 CHUNK_BYTES = 1 << 20
 ELF_MAGIC = b"\x7fELF"
-SPECIAL_KINDS = (
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
 
 FENCE_LANGUAGES = {
     "c": ("cuda", "cu", "cpp", "c++", "cc", "c", "cxx", "h", "hpp", "cuh"),
@@ -152,16 +147,11 @@ def _cell_text(value) -> str:
 # -- files and folders ------------------------------------------------------------------------------
 
 
-def special_kind(mode: int) -> str | None:
-    """What a file of this ``st_mode`` is when it is neither a regular file nor a directory."""
-    return next((kind for is_kind, kind in SPECIAL_KINDS if is_kind(mode)), None)
-
-
 def require_regular_file(path: Path, flag: str = "") -> None:
     """Refuse (after following links) what reading would block on or never finish: a named pipe
     waits for a writer, /dev/zero never ends. ``flag``: the option that named it, for the message."""
     try:
-        kind = special_kind(os.stat(path).st_mode)
+        kind = paths.special_kind(os.stat(path).st_mode)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     if kind is not None:
@@ -399,7 +389,7 @@ def _open_log(path: Path) -> BinaryIO:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
-    kind = special_kind(mode)
+    kind = paths.special_kind(mode)
     if kind is not None:
         raise UsageError(f"{path}: {kind}; --log takes a regular file or a pipe")
     return path.open("rb")
