@@ -12,7 +12,8 @@ files, and tests keep them current.
   user's name: a module-level name such a function does not use may be shadowed safely).
 - ``reserved_op_names.txt``, refused for the op's name: it becomes module-level names of the
   generated Python (``NAME``, ``_NAME``, ``_NAME_check``... and the package the tests import), so an
-  op named `library`, `TARGET` or `op` (``_op``) would overwrite one of the module's own.
+  op named `library`, `TARGET` or `custom_call` (the generated tests' fixture) would overwrite one
+  of the module's own.
   :func:`derive_op_names` renders every template, platform, api and set of frameworks and collects
   the module-level names of each Python file, and the op names that would rebuild one of them (a
   name that only another module binds is harmless: ``DTYPES``, ``example_inputs``); and the
