@@ -43,8 +43,8 @@ MAX_SOURCE_BYTES = 64_000_000  # a source or header read for the cache key
 NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
 NVCC_HIDE_SYMBOLS = ("-Xcompiler", "-fvisibility=hidden")
 NVCC_TRAILING_FLAGS = ("-lineinfo",)
-# Each gencode target's cicc and ptxas in a thread of its own (nvcc >= 11.2): on a 16-core H100 host
-# a default two-arch build of the templates took 17-35% less time (benchmarks/RESULTS.md).
+# Each gencode target's cicc and ptxas in a thread of its own (nvcc >= 11.2): on a 16-core host a
+# default two-arch paged-attention build took 17.4-20.9 s instead of 24.5-32.0 s (benchmarks/RESULTS.md).
 NVCC_PARALLEL_ARCHS = ("--threads", "0")
 NVCC_THREADS_SINCE = (11, 2)
 HOST_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC")
