@@ -6,6 +6,7 @@ test_diagnosis_hostile.py) test it through their callers; these tests pin what b
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from xlacc.process import run_in_session
 
@@ -48,3 +49,22 @@ def test_a_timeout_gives_the_group_sigterm_first_only_with_a_grace(tmp_path):
         ended = run_in_session([*python(TRAPS_SIGTERM), str(marker)], 1.0, Chunks(), exit_grace=0.5, term_grace=grace)
         assert ended.returncode is None and 1.0 <= ended.seconds < 5
         assert marker.exists() is expected, grace
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_descendants_that_left_the_group_are_stopped_with_it(tmp_path):
+    """`setsid` (and a daemon's double fork) takes a process out of the command's group and session;
+    it is still stopped when the command is done, however deep it was started."""
+    pids = tmp_path / "pids"
+    command = f"setsid sleep 61 & echo $! >> {pids}; setsid sh -c 'sleep 62 & echo $! >> {pids}; sleep 63' & echo done"
+    ended = run_in_session(["sh", "-c", command], 30, Chunks(), exit_grace=0.5)
+    assert ended.returncode == 0 and ended.seconds < 10
+    started = [int(pid) for pid in pids.read_text().split()]
+    assert len(started) == 2 and not any(_alive(pid) for pid in started)

@@ -6,11 +6,14 @@ head and tail, or the lines diagnosis rules name), so output of any size costs b
 command is done when its output has ended and it has exited, or when it has exited and whatever it
 left behind still holds the output open after a grace period. Then, or at the timeout, or on
 Ctrl-C, its whole process group is stopped. The leader stays unreaped until the group is killed,
-so its group id cannot have been reused by then.
+so its group id cannot have been reused by then. A process that left the group (``setsid``, a
+daemon's double fork) is still a descendant: this process is made their subreaper, so they are
+reparented here when their parents end, and are stopped with the group.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import selectors
 import signal
@@ -23,6 +26,8 @@ from typing import Protocol
 READ_BYTES = 64 * 1024
 POLL_SECONDS = 0.2
 EXIT_POLL_SECONDS = 0.01  # the output has ended: the exit is a moment away
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>; the standard library has no prctl
+ESCAPED_SWEEPS = 20  # rounds of stopping escaped descendants: each round may orphan the next generation
 
 
 class Sink(Protocol):
@@ -49,6 +54,8 @@ def run_in_session(
     process it left behind may hold the output open; ``term_grace``: how long the group gets
     between SIGTERM and SIGKILL (0: SIGKILL at once)."""
     started = time.monotonic()
+    adopts_orphans = _become_subreaper()
+    children_before = _children() if adopts_orphans else set()
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True
     )
@@ -59,6 +66,8 @@ def run_in_session(
         _stop_group(proc.pid, term_grace)
         proc.stdout.close()
         proc.wait()
+        if adopts_orphans:
+            _stop_escaped(children_before)
     return Ended(None if timed_out else proc.returncode, time.monotonic() - started)
 
 
@@ -113,3 +122,54 @@ def _signal_group(pid: int, sig: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def _become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux); False where it cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _stop_escaped(children_before: set[int]) -> None:
+    """Kill and reap the command's descendants that left its group and were reparented here; each
+    one killed may orphan its own children to here, hence the rounds."""
+    for _ in range(ESCAPED_SWEEPS):
+        escaped = _children() - children_before
+        if not escaped:
+            return
+        for pid in escaped:
+            _kill(pid)
+        for pid in escaped:
+            _reap(pid)
+
+
+def _children() -> set[int]:
+    """This process's children: every process in /proc whose parent is this one (the per-thread
+    ``children`` lists need a kernel option that not every kernel has)."""
+    me = os.getpid()
+    children: set[int] = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()  # the name before it may hold anything
+        except OSError:  # it ended while the folder was read
+            continue
+        if len(fields) > 1 and fields[1] == str(me):
+            children.add(int(stat.parent.name))
+    return children
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
