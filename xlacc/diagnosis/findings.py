@@ -516,6 +516,19 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "`<<<<<<< yours` in kernel.cu after `xlacc update`",
     ),
     CatalogueEntry(
+        "example-inputs-ignore-size",
+        "project",
+        "warning",
+        "example_inputs ignores the size it is asked for",
+        "run-smoke checks the op at several problem sizes (1, an odd size no block divides, a large one) by calling "
+        "the reference's `example_inputs(size, rng)` with each. When the operands do not depend on `size`, every "
+        "check runs the same small problem while its label names the size asked for: tails, grids and large "
+        "offsets go untested.",
+        "Build the operands from `size` (about `size` elements: `random_array(rng, (size,), dtype)`, or rows of a "
+        "fixed width with `size // width` rows), so each numerics check runs the problem it names.",
+        "`def example_inputs(size, rng): return [np.ones(2, np.float32)], {}`",
+    ),
+    CatalogueEntry(
         "template-stub-link",
         "project",
         "error",

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any, Callable, Iterator
 
 from xlacc import spec as spec_mod
+from xlacc.diagnosis import findings
 from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM
 from xlacc.runtime.records import RecordWriter
 
@@ -110,6 +111,12 @@ def case_label(size: int, operands: list[Any]) -> str:
     return f"n={size} {'/'.join(dtypes)}"
 
 
+def operand_shapes(spec: spec_mod.Spec, operands: list[Any]) -> str:
+    """``x f32[8], y f32[8]``: the operands, named as the spec's inputs."""
+    names = [operand.name for operand in spec.inputs] + [f"operand {i}" for i in range(len(spec.inputs), len(operands))]
+    return ", ".join(f"{name} {spec_dtype(a)}{list(getattr(a, 'shape', ()))}" for name, a in zip(names, operands))
+
+
 def _nbytes(array: Any) -> int:
     return int(getattr(array, "nbytes", 0))
 
@@ -159,29 +166,47 @@ class Harness:
     def check_numerics(self) -> None:
         sizes = self.args.sizes or DEFAULT_SIZES[self.numerics_device]
         self.writer.data("sizes", sizes)
+        problems: dict[int, str] = {}  # size -> the operands example_inputs gave for it
         for size in sizes:
             for dtype in self.project.dtypes():
                 with self.step(f"numerics n={size}", f"numerics n={size} {dtype or ''}".strip()):
-                    self.check_case(size, dtype)
+                    problems[size] = self.check_case(size, dtype)
+        self.report_sizes_alike(problems)
 
-    def check_case(self, size: int, dtype: str | None) -> None:
+    def report_sizes_alike(self, problems: dict[int, str]) -> None:
+        """Sizes for which example_inputs gave operands of the same shapes ran one problem twice."""
+        by_problem: dict[str, list[int]] = {}
+        for size, problem in problems.items():
+            by_problem.setdefault(problem, []).append(size)
+        for problem, sizes in by_problem.items():
+            if len(sizes) > 1:
+                code = "example-inputs-ignore-size"
+                known = findings.entry(code)
+                asked = ", ".join(f"n={size}" for size in sizes)
+                self.finding(code, known.severity, known.title, f"example_inputs gave the same operands for {asked}: {problem}", known.fix)
+                return
+
+    def check_case(self, size: int, dtype: str | None) -> str:
+        """Check the op against the reference on example_inputs(size); return the operands' shapes."""
         import numpy as np
 
         from xlacc.runtime import numerics
 
         operands, attrs = self.project.example_inputs(size, np.random.default_rng(self.args.seed), dtype)
+        problem = operand_shapes(self.spec, operands)
         label = case_label(size, operands)
         outputs = self.run_op(operands, attrs)
         expected = as_tuple(self.project.reference(*[numerics.widen(a) for a in operands], **attrs))
         if len(outputs) != len(expected):
             self.check(f"numerics {label}", False, f"the op returns {len(outputs)} outputs, the reference {len(expected)}")
-            return
+            return problem
         results = [
             numerics.compare(out_spec.name, out, ref, self.args.rtol, self.args.atol)
             for out_spec, out, ref in zip(self.spec.results, outputs, expected)
         ]
         detail = f"{self.numerics_note}seed {self.args.seed}: " + "; ".join(r.detail for r in results)
         self.check(f"numerics {label}", all(r.ok for r in results), detail)
+        return problem
 
     def exit_code(self) -> int:
         if self.failed:

@@ -1,13 +1,22 @@
-"""A generated project: its spec moved on from its code, or a merge left conflicts in it."""
+"""A generated project: its spec moved on from its code, a merge left conflicts in it, or its
+reference gives run-smoke one problem whatever size it asks for."""
 
 from __future__ import annotations
 
+import ast
 import re
 
+from xlacc import paths
 from xlacc.diagnosis.findings import make
+from xlacc.errors import UsageError
+from xlacc.parsers.python import parse
 from xlacc.report import Finding
 
 CONFLICT_MARKER = re.compile(r"^<<<<<<< yours$", re.MULTILINE)
+
+
+EXAMPLE_INPUTS = "example_inputs"  # what run-smoke calls with each problem size
+REFERENCE_BYTES = 2 * 1024 * 1024
 
 
 def findings(spec) -> list[Finding]:
@@ -24,4 +33,20 @@ def findings(spec) -> list[Finding]:
         if marker:
             line = text.count("\n", 0, marker.start()) + 1
             found.append(make("update-conflict", f"{spec.root / path}:{line}: `<<<<<<< yours` left by `xlacc update`"))
-    return found
+    return found + _example_inputs_ignoring_size(spec)
+
+
+def _example_inputs_ignoring_size(spec) -> list[Finding]:
+    path = spec.root / spec.reference_file
+    try:
+        tree, _, _ = parse(paths.read_user_file(path, REFERENCE_BYTES).decode("utf-8", "replace"))
+    except (OSError, UsageError):
+        return []
+    function = next((node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == EXAMPLE_INPUTS), None) if tree else None
+    if function is None or not function.args.args:
+        return []
+    size = function.args.args[0].arg
+    if any(isinstance(node, ast.Name) and node.id == size and isinstance(node.ctx, ast.Load) for node in ast.walk(function)):
+        return []
+    evidence = f"{path}:{function.lineno}: `{EXAMPLE_INPUTS}({size}, ...)` never reads `{size}`"
+    return [make("example-inputs-ignore-size", evidence)]
