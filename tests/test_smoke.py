@@ -220,8 +220,8 @@ def reference(*operands, xp=np, **attrs):
     assert "65536 of 65536 elements outside tolerance" in checks(payload)["numerics n=65536 f32"]["detail"]
 
 
-def test_example_inputs_that_ignore_the_size_are_named_with_the_sizes_they_merged(tmp_path):
-    """The numerics checks pass, but two of them ran one problem: a warning says which and why."""
+def test_example_inputs_that_ignore_the_size_are_named_with_the_sizes_asked(tmp_path):
+    """The numerics checks pass, but they all ran one problem: a warning says so, and why."""
     project = new_project(tmp_path, "add_ffi")
     append(
         project / project.name / "reference.py",
@@ -230,14 +230,14 @@ _sized_inputs = example_inputs
 
 
 def example_inputs(size, rng, dtype=None):
-    return _sized_inputs(min(size, 1001), rng, dtype)
+    return _sized_inputs(1001, rng, dtype)
 """,
     )
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", SMALL_SIZES)
     assert code == EXIT_OK and all(c["ok"] for c in numerics_checks(payload))
     [warning] = [f for f in payload["diagnosis"] if f["code"] == "example-inputs-ignore-size"]
     assert warning["severity"] == "warning"
-    assert "same operands for n=1001, n=65536: x f32[1001], y f32[1001]" in warning["evidence"]
+    assert "same operands for n=1, n=1001, n=65536: x f32[1001], y f32[1001]" in warning["evidence"]
 
 
 def test_op_that_never_calls_the_kernel_is_optimized_away(tmp_path):

@@ -8,8 +8,12 @@ Every run goes through the command line in a subprocess (`python -m xlacc run-sm
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +29,7 @@ if shutil.which("g++") is None:
 from test_smoke_support import append, checks, codes, new_project, numerics_checks, run_smoke  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.torchax]
+REPO = Path(__file__).resolve().parents[1]
 TEMPLATES = scaffold.available_templates()
 CPU_TEMPLATES = sorted(name for name, meta in TEMPLATES.items() if "cpu" in meta.get("platforms", ("cpu",)))
 SMALL_SIZES = "1,1001,65536"
@@ -94,6 +99,34 @@ def test_an_op_without_its_torchax_lowering_is_named(tmp_path):
     assert by_name["torch op"]["ok"] is False and "no lowering in torchax's environment" in by_name["torch op"]["detail"]
     assert not any(c["ok"] is True for c in numerics_checks(payload))
     assert "torchax-no-lowering" in codes(payload)
+
+
+def test_an_op_that_leaves_registration_to_jax_and_returns_a_tuple_fails_as_a_model_would(tmp_path):
+    """What a model calls first, NAME.torch.NAME on torchax tensors, must register its target itself
+    and return one tensor for one result: run-smoke calls it before registering anything."""
+    project = torchax_project(tmp_path, "add_ffi")
+    ops = project / project.name / "torch.py"
+    source = ops.read_text()
+    assert "    jax_ops.register()\n" in source and "return outputs[0]" in source, "torch.py's torchax lowering changed: update this edit"
+    ops.write_text(source.replace("    jax_ops.register()\n", "").replace("return outputs[0]", "return outputs"))
+    code, payload, _ = run_smoke(project, "--framework", "torchax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_PROBLEM
+    by_name = checks(payload)
+    assert by_name["torch op"]["ok"] is False and "No FFI handler registered for add_ffi" in by_name["torch op"]["detail"]
+    assert by_name["lowering"]["ok"] is False and "returned tuple; with one result it returns a tensor" in by_name["lowering"]["detail"]
+
+
+def test_the_readmes_torchax_model_runs_as_printed(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    snippet = re.search(r"```python\n(import torch, torchax\nfrom add_op\.torch import add_op.*?)```", readme, re.S)
+    assert snippet, "the README's torchax example moved: update this test"
+    project = torchax_project(tmp_path, "add_op")
+    build = subprocess.run([sys.executable, "-m", "xlacc", "build", str(project)], capture_output=True, text=True, timeout=240)
+    assert build.returncode == 0, build.stdout
+    check = "\nwith torchax.default_env():\n    assert float((out - torch.relu(x + y) * 2).abs().max()) == 0\n"
+    run = subprocess.run([sys.executable, "-c", snippet[1] + check], capture_output=True, text=True, timeout=240,
+                         cwd=project, env=dict(os.environ, PYTHONPATH=str(project)))
+    assert run.returncode == 0, run.stderr[-2000:]
 
 
 def test_default_cpu_project_passes_every_framework(tmp_path):

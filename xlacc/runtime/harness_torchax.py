@@ -46,6 +46,7 @@ TORCH_REFERENCE = "torch_reference"
 # reported apart as the latency of one call waited for.
 STEADY_SAMPLE_SECONDS = 0.02
 LATENCY_CALLS = 20
+EAGER_SIZE = 1001  # the problem the op is first called on, eagerly, as a model calls it
 
 
 class TorchaxHarness(JaxHarness):
@@ -66,9 +67,23 @@ class TorchaxHarness(JaxHarness):
         op = self.torch_op(attrs)
 
         def program(*tensors):
-            return tuple(out * 2 for out in as_tuple(op(*[t + 0 for t in tensors])))
+            return tuple(out * 2 for out in self.results_of(op(*[t + 0 for t in tensors])))
 
         return program
+
+    def results_of(self, returned: Any) -> tuple[Any, ...]:
+        """What NAME.torch.NAME returned, as a tuple: one tensor for one result (as the op's fake
+        returns it, and as a model uses it), a tuple for several."""
+        import torch
+
+        function = f"{self.spec.package}.torch.{self.spec.name}()"
+        if len(self.spec.results) == 1:
+            if not isinstance(returned, torch.Tensor):
+                raise TypeError(f"{function} returned {type(returned).__name__}; with one result it returns a tensor, as its fake does")
+            return (returned,)
+        if not isinstance(returned, tuple) or len(returned) != len(self.spec.results):
+            raise TypeError(f"{function} returned {type(returned).__name__}; it returns a tuple of its {len(self.spec.results)} results")
+        return returned
 
     def op(self, attrs: dict[str, Any]):
         """The torch program as a jax function (what torchax jits): the JAX harness lowers and
@@ -118,8 +133,28 @@ class TorchaxHarness(JaxHarness):
             self.check("torch op", False, f"{self.spec.package}/torch.py has no register_torchax(): run `xlacc update` (op.frameworks lists torchax)")
             return
         self.torch_ops.register_torchax(self.env)
+        called = self.call_as_a_model_does()  # before the harness registers the jax target itself
         super().check_registration()
-        self.check("torch op", *self.torch_op_verdict())
+        ok, detail = self.torch_op_verdict()
+        if ok and called is not None and not called[0]:
+            ok, detail = called
+        elif ok and called:
+            detail += "; called first, eagerly, it registers its target itself"
+        self.check("torch op", ok, detail)
+
+    def call_as_a_model_does(self) -> tuple[bool, str] | None:
+        """The op called eagerly on torchax tensors, first thing in the process: it must register its
+        jax target itself and return what its fake returns. None where it cannot run (no GPU)."""
+        if self.device is None:
+            return None
+        operands, attrs = self.project.example_inputs(EAGER_SIZE, np.random.default_rng(self.args.seed), self.project.dtypes()[0])
+        tensors = self.to_jax_tensors(operands)
+        try:
+            with self.env:
+                self.results_of(self.torch_op(attrs)(*tensors))
+        except Exception as exc:  # the user's bindings: any failure is the check's verdict
+            return False, f"{self.spec.package}.torch.{self.spec.name}() on torchax tensors, before anything else in the process: {first_line(exc)}"
+        return True, "called"
 
     def torch_op_verdict(self) -> tuple[bool, str]:
         import torch
@@ -133,7 +168,7 @@ class TorchaxHarness(JaxHarness):
             return True, "register_torchax() ran; this torchax keeps no table of lowerings to check, so the program below is the proof"
         if packet.default not in table:
             return False, f"{name} has no lowering in torchax's environment after register_torchax()"
-        return True, f"{name} lowers to {self.spec.package}.jax.{self.spec.name} in torchax's environment"
+        return True, f"{name} lowers to the custom call of {self.spec.package}.jax in torchax's environment"
 
     def check_lowering(self) -> None:
         super().check_lowering()
