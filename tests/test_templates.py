@@ -34,7 +34,7 @@ API_FRAMEWORKS = [("ffi", ("jax", "torch-xla")), ("legacy", ("jax",))]
 # The other libraries differ only in the entry-point file xlacc generates from the spec (the
 # kernel is the same file, and the costly part of a build): one template shows each of them.
 ONE_TEMPLATE = "add"
-SINGLE_ENTRY_API_FRAMEWORKS = {"cpu": [("ffi", ("jax",)), ("legacy", ("torch-xla",))], "cuda": [("legacy", ("jax", "torch-xla"))]}
+SINGLE_ENTRY_API_FRAMEWORKS = {"cpu": [("ffi", ("jax",)), ("legacy", ("torch-xla",))], "cuda": [("legacy", ("jax", "torch-xla")), ("ffi", ("jax",))]}
 # On CUDA, one nvcc compile per template carries both entry points.
 CUDA_API_FRAMEWORKS = [("ffi", ("jax", "torch-xla"))]
 # A blank op with several inputs, outputs and attributes, generic over two element types.
