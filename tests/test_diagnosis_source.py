@@ -184,6 +184,161 @@ void run_unchecked(cudaStream_t s, float* x, long n) {
     assert finding.code == "unchecked-launch" and finding.evidence.startswith("run_unchecked ")
 
 
+def test_stream_ignored_on_every_launch_form_of_an_xlacc_launch_function():
+    found = all_findings(analyze(SOURCES / "stream_ignored_xlacc.cu"))
+    assert [f.code for f in found] == ["stream-ignored"] * 3
+    assert [f.evidence.split("(line ")[1].split(")")[0] for f in found] == ["24", "27", "32"]
+    assert all("receives the stream `stream`" in f.evidence for f in found)
+    assert "`nullptr`" in found[1].evidence and "xlacc::launch(kernel, grid, block, shared_bytes, stream" in found[1].fix
+
+
+@pytest.mark.parametrize(
+    "stream_type",
+    ["xlacc::Stream", "const xlacc::Stream&", "::xlacc::Stream", "cudaStream_t", "const cudaStream_t&", "CUstream", "S"],
+)
+def test_stream_ignored_for_every_alias_of_cudastream_t(stream_type):
+    src = f"""
+using S = xlacc::Stream;
+template <typename T>
+xlacc::Status op_launch({stream_type} stream, const xlacc::Tensor& x) {{
+  k<<<1, 256>>>(x.data<T>(), x.numel());
+  return xlacc::launch_status("k");
+}}
+"""
+    (finding,) = all_findings(analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")]))
+    assert finding.code == "stream-ignored" and "on the default stream" in finding.evidence
+
+
+def test_a_launch_config_struct_without_a_stream_in_sight_is_not_judged():
+    src = """
+void run(cudaStream_t stream, const cudaLaunchConfig_t& config, float* x, long n) {
+  cudaError_t err = cudaLaunchKernelEx(&config, k, x, n);
+  cudaLaunchConfig_t mine = {};
+  mine.gridDim = 1; mine.blockDim = 256; mine.dynamicSmemBytes = 0; mine.stream = 0;
+  err = cudaLaunchKernelEx(&mine, k, x, n);
+}
+"""
+    (finding,) = all_findings(analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")]))
+    assert finding.code == "stream-ignored" and "(line 6)" in finding.evidence
+
+
+def test_xlacc_launch_status_and_the_error_xlacc_launch_returns_check_a_launch():
+    src = """
+template <typename T>
+xlacc::Status checked(xlacc::Stream stream, const xlacc::Tensor& x) {
+  k<T><<<1, 256, 0, stream>>>(x.data<T>(), x.numel());
+  return xlacc::launch_status("k");
+}
+template <typename T>
+xlacc::Status returned(xlacc::Stream stream, const xlacc::Tensor& x) {
+  cudaError_t err = xlacc::launch(k<T>, 1, 256, 0, stream, x.data<T>(), x.numel());
+  return xlacc::launch_status("k", err);
+}
+template <typename T>
+xlacc::Status dropped(xlacc::Stream stream, const xlacc::Tensor& x) {
+  xlacc::launch(k<T>, 1, 256, 0, stream, x.data<T>(), x.numel());
+  return xlacc::Status::Ok();
+}
+"""
+    (finding,) = all_findings(analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")]))
+    assert finding.code == "unchecked-launch" and finding.evidence.startswith("dropped (k.cu:13) launches `k` (line 14)")
+    assert 'return xlacc::launch_status("kernel");' in finding.fix and "ffi::Error::Internal" in finding.fix
+    assert "XlaCustomCallStatusSetFailure" in finding.fix
+
+
+def test_a_launch_status_the_program_defines_itself_is_read_as_written():
+    src = """
+xlacc::Status launch_status(const char* name) { return xlacc::Status::Ok(); }
+xlacc::Status run(xlacc::Stream stream, const xlacc::Tensor& x) {
+  k<<<1, 256, 0, stream>>>(x.data<float>(), x.numel());
+  return launch_status("k");
+}
+"""
+    assert codes(analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")])) == ["unchecked-launch"]
+
+
+def test_hardcoded_size_in_an_xlacc_launch_function_points_at_the_constant():
+    (finding,) = all_findings(analyze(SOURCES / "hardcoded_size_tensors.cc"))
+    assert finding.code == "hardcoded-size" and finding.title == "size fixed in the launch function"
+    assert finding.evidence.startswith("hardcoded_size_tensors.cc:25: `const int num_tokens = 7;` is passed to `rms_norm_cpu<T>(")
+    assert "rms_norm_launch (hardcoded_size_tensors.cc:23)" in finding.evidence
+    assert "also `const int hidden_size = 128;` (hardcoded_size_tensors.cc:26)" in finding.evidence
+    assert "`input.numel()`" in finding.fix and "`input.dim(i)`" in finding.fix
+    assert "backend_config" not in finding.fix and "element_count" not in finding.fix
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "  int64_t n = 1;\n  n = std::max<int64_t>(x.numel(), n);\n  run(x.data<float>(), n);",  # a variable, not a constant
+        "  const int block_size = 256;\n  run(x.data<float>(), x.numel(), block_size);",  # a tuning constant
+        "  const int num_rows = 8;\n  if (x.dim(0) != num_rows) return xlacc::Status::Invalid(\"8 rows\");\n  run(x.data<float>(), num_rows);",
+        (  # compared with a size read from the tensors
+            "  const int64_t cols = x.dim(-1);\n  const int hidden = 64;\n  if (cols != hidden) return xlacc::Status::Invalid(\"64\");\n"
+            "  run(x.data<float>(), x.numel() / hidden, hidden);"
+        ),
+    ],
+)
+def test_constants_that_are_no_fixed_size_of_a_launch_function(body):
+    src = f"void run(float* x, long n, int size = 0);\nxlacc::Status op_launch(xlacc::Stream, const xlacc::Tensor& x) {{\n{body}\n  return xlacc::Status::Ok();\n}}\n"
+    assert codes(analysis.analyze([SourceFile("k.cc", "c", src, "k.cc")])) == []
+
+
+def _new_project(tmp_path: Path, template: str, platform: str) -> Path:
+    from xlacc import scaffold
+
+    directory = tmp_path / "proj"
+    scaffold.create(scaffold.NewRequest(name="proj", template=template, platform=platform, directory=directory))
+    return directory
+
+
+def _project_sources(directory: Path) -> list[Path]:
+    found = directory.rglob("*")
+    return sorted(p for p in found if p.suffix in (".cu", ".cc", ".py") and ".xlacc" not in p.parts and p.is_file())
+
+
+def test_hardcoded_size_in_a_generated_cuda_project_names_the_users_file(tmp_path):
+    project = _new_project(tmp_path, "add", "cuda")
+    kernel = project / "kernel.cu"
+    text = kernel.read_text()
+    start = text.index("template <typename T>\nxlacc::Status proj_launch(")
+    kernel.write_text(text[:start] + """template <typename T>
+xlacc::Status proj_launch(xlacc::Stream stream, const xlacc::Tensor& x, const xlacc::Tensor& y, const xlacc::Tensor& out) {
+  const int num_elements = 4096;
+  proj_scalar_kernel<T><<<num_elements / kThreads, kThreads, 0, stream>>>(x.data<T>(), y.data<T>(), out.data<T>(), num_elements);
+  return xlacc::launch_status("proj_scalar_kernel");
+}
+
+}  // namespace
+""")
+    line = kernel.read_text().splitlines().index("  const int num_elements = 4096;") + 1
+    (finding,) = all_findings(analyze(*_project_sources(project)))
+    assert finding.code == "hardcoded-size" and finding.evidence.startswith(f"kernel.cu:{line}: `const int num_elements = 4096;`")
+    assert "_entry_points" not in finding.evidence and "`x.numel()`" in finding.fix
+
+
+@pytest.mark.parametrize("platform", ["cuda", "cpu"])
+@pytest.mark.parametrize("template", ["add", "rms-norm", "blank", "paged-attention", "paged-kv-write"])
+def test_generated_projects_of_every_template_raise_nothing(tmp_path, template, platform):
+    assert all_findings(analyze(*_project_sources(_new_project(tmp_path, template, platform)))) == []
+
+
+@pytest.mark.parametrize(
+    "name, platform, kernel",
+    [
+        ("k.cu", "cuda", "__global__ void k(float* out, const float* x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = 2 * x[i];\n}\n"),
+        ("k.cc", "cpu", "void k(float* out, const float* x, int n) {\n  for (int i = 0; i < n; ++i) out[i] = 2 * x[i];\n}\n"),
+    ],
+)
+def test_a_project_wrapping_a_kernel_file_raises_nothing(tmp_path, name, platform, kernel):
+    from xlacc import scaffold
+
+    (tmp_path / name).write_text(kernel)
+    project = tmp_path / "w"
+    scaffold.create(scaffold.NewRequest(name="w", platform=platform, from_file=tmp_path / name, directory=project))
+    assert all_findings(analyze(*_project_sources(project))) == []
+
+
 def test_host_sync_is_an_error_in_a_graph_capturable_handler_and_a_warning_elsewhere():
     ffi = [f for f in all_findings(analyze(SOURCES / "host_sync_ffi.cu")) if f.code == "host-sync-in-handler"]
     assert {f.severity for f in ffi} == {"error"}

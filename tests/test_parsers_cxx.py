@@ -76,6 +76,34 @@ def test_launches_give_kernel_template_config_and_arguments():
     assert launch.args == ("q", "out", "lens", "p") and launch.line == 27
 
 
+def test_launch_api_calls_are_launches_with_their_stream_and_whether_their_error_is_kept():
+    text = """
+xlacc::Status run(xlacc::Stream stream, const xlacc::Tensor& x) {
+  cudaError_t err = xlacc::launch(k<T, 4>, blocks, 256, 0, stream, xp, n);
+  cudaLaunchKernel((const void*)k<T>, dim3(blocks), dim3(256), args, 0, 0 /* stream */);
+  cudaLaunchKernel(reinterpret_cast<const void*>(&k<float>), grid, block, args);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid; config.blockDim = block; config.dynamicSmemBytes = 0; config.stream = stream;
+  if (cudaLaunchKernelEx(&config, k<T>, xp, n) != cudaSuccess) return bad;
+  cudaLaunchKernelEx(&elsewhere, k<T>, xp, n);
+  cuLaunchKernel(function, gx, 1, 1, 128, 1, 1, 0, stream, params, nullptr);
+  (void)xlacc::launch(k<T>, blocks, 256, 0, nullptr, xp, n);
+  return xlacc::launch_status("k", err);
+}
+"""
+    launches = functions(text)["run"].launches
+    assert [(l.api, l.kernel, l.line) for l in launches] == [
+        ("xlacc::launch", "k", 3), ("cudaLaunchKernel", "k", 4), ("cudaLaunchKernel", "k", 5), ("cudaLaunchKernelEx", "k", 8),
+        ("cudaLaunchKernelEx", "k", 9), ("cuLaunchKernel", "function", 10), ("xlacc::launch", "k", 11),
+    ]
+    assert launches[0].template_args == ("T", "4") and launches[0].args == ("xp", "n")
+    assert [l.stream for l in launches] == ["stream", "0", None, "stream", None, "stream", "nullptr"]
+    assert [l.result_kept for l in launches] == [True, False, False, True, False, False, False]
+    assert [l.stream_known for l in launches] == [True, True, True, True, False, True, True]
+    assert launches[5].config[:2] == ("gx, 1, 1", "128, 1, 1") and launches[2].args == ()
+    assert "launch_status" in {c.name for c in functions(text)["run"].calls}
+
+
 def test_throws_outside_try_and_calls_inside_it():
     parsed = functions(KERNEL_FILE)
     assert [t.line for t in parsed["helper"].throws] == [22]

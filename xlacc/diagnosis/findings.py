@@ -371,10 +371,11 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "source",
         "error",
         "element count fixed in the entry point",
-        "The entry point passes a constant element count to the kernel instead of reading it from the call: "
-        "other shapes are computed partly or written out of bounds.",
-        "Read sizes from the call: legacy entry points parse them from backend_config (`opaque`, `opaque_len`); "
-        "typed FFI handlers use `buffer.element_count()` or `buffer.dimensions()`.",
+        "The entry point (or the launch function it runs) passes a constant element count to the kernel instead of "
+        "reading it from the call: other shapes are computed partly or written out of bounds.",
+        "Read sizes from the call: an xlacc launch function from its tensors (`x.numel()`, `x.dim(i)`); typed FFI "
+        "handlers from their buffers (`buffer.element_count()`, `buffer.dimensions()`); legacy entry points parse "
+        "them from backend_config (`opaque`, `opaque_len`).",
         "`const int size = 3;` then `SimpleAddKernel<<<blocks, threads, 0, stream>>>(a, b, out, size);`",
     ),
     CatalogueEntry(
@@ -384,8 +385,9 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "kernel launched on the default stream, not XLA's",
         "XLA hands the entry point the stream its work is ordered on; a launch without it (`<<<grid, block>>>`) "
         "runs on the legacy default stream: unordered with XLA's buffers, and it breaks CUDA-graph capture.",
-        "Launch with `<<<grid, block, shared_bytes, stream>>>`; a typed handler binds the stream with "
-        "`.Ctx<ffi::PlatformStream<cudaStream_t>>()`.",
+        "Launch with `<<<grid, block, shared_bytes, stream>>>`, or pass the stream to the launch call "
+        "(`xlacc::launch(kernel, grid, block, shared_bytes, stream, ...)`, `cudaLaunchKernel(kernel, grid, block, "
+        "args, shared_bytes, stream)`); a typed handler binds the stream with `.Ctx<ffi::PlatformStream<cudaStream_t>>()`.",
         "`SimpleAddKernel<<<blocks, threads>>>(a, b, out, n);` inside `void f(cudaStream_t stream, void** buffers, ...)`",
     ),
     CatalogueEntry(
@@ -395,8 +397,10 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "kernel launch not checked",
         "A launch that fails (no kernel image for this GPU, a bad grid) leaves the outputs untouched and "
         "raises no error anywhere.",
-        "After the launch: `cudaError_t err = cudaGetLastError();` and report it (`return "
-        "ffi::Error::Internal(cudaGetErrorString(err));` or `XlaCustomCallStatusSetFailure`).",
+        "Read the launch's error right after it and return it: a launch function returning xlacc::Status ends with "
+        "`return xlacc::launch_status(\"kernel\");`; a typed FFI handler returns "
+        "`ffi::Error::Internal(cudaGetErrorString(err))` when `cudaError_t err = cudaGetLastError();` is not cudaSuccess; "
+        "a legacy entry point passes that message to `XlaCustomCallStatusSetFailure(status, message, length)`.",
         "`kernel<<<g, b, 0, stream>>>(...);` as the last line of the entry point",
     ),
     CatalogueEntry(
@@ -501,8 +505,8 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "The op's signature in xlacc.toml (its inputs, outputs, attributes, platform, api or frameworks) is not "
         "the one the entry points and bindings were generated from, so a build would compile the old signature "
         "and run-smoke would test it.",
-        "Run `xlacc update`: it regenerates xlacc's files from the spec and merges your edits; then fix "
-        "NAME_launch() in your kernel file if the signature it receives changed.",
+        "Run `xlacc update`: it regenerates xlacc's files from the spec, merges your edits, and names each launch "
+        "function of your kernel whose parameters changed (`NAME_launch<T>() in kernel.cu is called with (...) now`).",
         "an `[[inputs]]` table added to xlacc.toml, then `xlacc build`",
     ),
     CatalogueEntry(

@@ -81,6 +81,37 @@ C_TYPE_SIZES = {
 POINTER_SIZE = 8
 
 
+@dataclass(frozen=True)
+class LaunchApi:
+    """Where a launch API's arguments are: the kernel, each of grid, block, shared bytes and stream
+    (an index, or several joined, as cuLaunchKernel's gridDimX, Y, Z), and the first kernel argument
+    passed one by one (None when they come as an array). ``config_struct``: the index of a launch
+    config whose fields (``fields``: grid, block, shared bytes, stream) hold the configuration."""
+
+    kernel: int
+    config: tuple[tuple[int, ...], ...] = ()
+    args: int | None = None
+    config_struct: int | None = None
+    fields: tuple[str, ...] = ()
+
+
+# Launch APIs by name: the CUDA runtime's and driver's, HIP's, and xlacc's own (xlacc/kernel.h).
+# Arguments an API defaults (cudaLaunchKernel's shared bytes and stream) may be left out.
+LAUNCH_APIS = {
+    "xlacc::launch": LaunchApi(0, ((1,), (2,), (3,), (4,)), args=5),
+    "hipLaunchKernelGGL": LaunchApi(0, ((1,), (2,), (3,), (4,)), args=5),
+    "cudaLaunchKernel": LaunchApi(0, ((1,), (2,), (4,), (5,))),
+    "cudaLaunchCooperativeKernel": LaunchApi(0, ((1,), (2,), (4,), (5,))),
+    "hipLaunchKernel": LaunchApi(0, ((1,), (2,), (4,), (5,))),
+    "cuLaunchKernel": LaunchApi(0, ((1, 2, 3), (4, 5, 6), (7,), (8,))),
+    "cuLaunchCooperativeKernel": LaunchApi(0, ((1, 2, 3), (4, 5, 6), (7,), (8,))),
+    "cudaLaunchKernelEx": LaunchApi(1, args=2, config_struct=0, fields=("gridDim", "blockDim", "dynamicSmemBytes", "stream")),
+    "cuLaunchKernelEx": LaunchApi(1, config_struct=0, fields=("gridDimX", "blockDimX", "sharedMemBytes", "hStream")),
+}
+# Where a call's returned value is dropped: the parent of a call made as a statement of its own.
+DISCARDED_BY = frozenset({"expression_statement", "cast_expression", "comma_expression"})
+
+
 # -- what a source holds --------------------------------------------------------------------------
 
 
@@ -114,19 +145,25 @@ class Param:
 
 @dataclass(frozen=True)
 class Launch:
-    """``kernel<<<grid, block, shared_bytes, stream>>>(args)``."""
+    """``kernel<<<grid, block, shared_bytes, stream>>>(args)``, or a call to a launch API:
+    ``xlacc::launch(kernel, grid, block, shared_bytes, stream, args...)``, ``cudaLaunchKernel(kernel,
+    grid, block, args, shared_bytes, stream)``, ``cudaLaunchKernelEx(&config, kernel, args...)``..."""
 
     kernel: str  # as written, without template arguments: "ns::k2"
     template_args: tuple[str, ...]
     config: tuple[str, ...]  # grid, block[, shared bytes[, stream]]
-    args: tuple[str, ...]
+    args: tuple[str, ...]  # () when an API takes them as an array (`void** args`)
     line: int
     start: int  # byte offsets in the text
     end: int
     text: str
+    api: str = ""  # the launch API called ("cudaLaunchKernel", "xlacc::launch"); "" for <<<...>>>
+    result_kept: bool = False  # the API's returned error is assigned, returned, tested or passed on
+    stream_known: bool = True  # False: a launch through a config struct whose stream is set out of sight
 
     @property
     def stream(self) -> str | None:
+        """The stream expression; None when the launch names none (the legacy default stream)."""
         return self.config[3] if len(self.config) >= 4 else None
 
     @property
@@ -687,6 +724,9 @@ class _TreeReader:
                 site = self.call(node, _within(node, guarded, after=self.functions[index].body_range[0]))
                 if site is not None:
                     calls.setdefault(index, []).append(site)
+                    launched = self.api_launch(node, site, self.functions[index])
+                    if launched is not None:
+                        launches.setdefault(index, []).append(launched)
         for node in sorted(captures.get("throw", ()), key=lambda n: n.start_byte):
             index = owner(node.start_byte)
             if index is None:
@@ -719,6 +759,33 @@ class _TreeReader:
             start=node.start_byte,
             end=node.end_byte,
             text=self.text(node),
+        )
+
+    def api_launch(self, node, site: CallSite, function: Function) -> Launch | None:
+        """A call to one of :data:`LAUNCH_APIS` as a launch; None for any other call."""
+        api = LAUNCH_APIS.get(site.qualified.lstrip(":"))
+        if api is None and site.name.startswith(("cu", "hip")):  # the C APIs, however they are qualified
+            api = LAUNCH_APIS.get(site.name)
+        if api is None or len(site.args) <= api.kernel:
+            return None
+        kernel, template_args = _launched_kernel(site.args[api.kernel])
+        if api.config_struct is not None:
+            config = _config_fields(site.args[api.config_struct], api.fields, function.body)
+        else:
+            config = tuple(", ".join(site.args[i] for i in group) for group in api.config if group[-1] < len(site.args))
+        parent = node.parent
+        return Launch(
+            kernel=kernel,
+            template_args=template_args,
+            config=config,
+            args=site.args[api.args :] if api.args is not None else (),
+            line=site.line,
+            start=node.start_byte,
+            end=node.end_byte,
+            text=site.text,
+            api=site.qualified.lstrip(":"),
+            result_kept=parent is not None and parent.type not in DISCARDED_BY,
+            stream_known=api.config_struct is None or len(config) == 4,
         )
 
     def call(self, node, in_try: bool) -> CallSite | None:
@@ -768,6 +835,33 @@ def _head_start(raw: bytes, start: int) -> int:
             break
         keep = index
     return start - len(b"\n".join(lines[keep:]))
+
+
+def _launched_kernel(expression: str) -> tuple[str, tuple[str, ...]]:
+    """``(const void*)ns::k<T, 4>`` (or ``reinterpret_cast<void*>(&k<T>)``) -> ("ns::k", ("T", "4"))."""
+    text = re.sub(r"^\s*(?:\(\s*[\w:\s*]+\)\s*)+", "", expression)  # C-style casts
+    cast = re.match(r"^\s*\w+_cast\s*<.*?>\s*\((.*)\)\s*$", text)
+    text = (cast.group(1) if cast else text).strip().lstrip("&").strip()
+    match = re.match(r"^([A-Za-z_][\w:]*)\s*(?:<(.*)>)?\s*$", text)
+    if match is None:
+        return text, ()
+    return match.group(1), tuple(split_arguments(match.group(2))) if match.group(2) else ()
+
+
+def _config_fields(config: str, fields: tuple[str, ...], body: str) -> tuple[str, ...]:
+    """Grid, block, shared bytes and stream of a launch config struct (``&config``), from the
+    assignments to its ``fields`` in the calling function (``config.stream = s;``, ``.stream = s``
+    in an initialiser). Shorter where a field is not found there: the fields after it stay unknown."""
+    name = re.escape(config.strip().lstrip("&").strip())
+    found = []
+    for field_name in fields:
+        match = re.search(rf"\b{name}\s*(?:\.|->)\s*{field_name}\s*=\s*([^;]+);", body) or re.search(
+            rf"(?<![\w\]\)])\.\s*{field_name}\s*=\s*([^,;}}]+)", body
+        )
+        if match is None:
+            break
+        found.append(" ".join(match.group(1).split()))
+    return tuple(found)
 
 
 def _find_function_declarator(node):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 from xlacc.diagnosis.findings import make
 from xlacc.diagnosis.program import TYPED_FFI, EntryPoint, Program, registration_of
@@ -22,6 +23,12 @@ HOST_SYNC_CALLS = frozenset(
     "cudaHostAlloc cudaFree cudaFreeHost cudaMemcpy cudaMemset cuCtxSynchronize cuStreamSynchronize cuMemAlloc cuMemFree".split()
 )
 LAUNCH_CHECKS = re.compile(r"^(?:\w*GetLastError|\w*PeekAtLastError|\w*LAUNCH_CHECK\w*|\w*CHECK_LAST\w*)$")
+# xlacc's helpers that read a launch's error (xlacc/include/xlacc/kernel.h, a header doctor does not
+# read): calling one after a launch checks it, unless the program defines its own of that name.
+XLACC_LAUNCH_CHECKS = frozenset({"launch_status"})
+# Stream types besides program.STREAM_TYPES: xlacc's alias of cudaStream_t (xlacc/kernel.h).
+XLACC_STREAM_TYPES = frozenset({"xlacc::Stream"})
+ALIAS_DEPTH = 4  # `using S = xlacc::Stream;` and the like, followed this many times
 SIZE_FROM_CALL = re.compile(r"\b(?:element_count|dimensions|size_bytes|numel|dims)\b|\.size\s*\(|\bsizes?\(\)")
 INT_TYPES = r"(?:unsigned\s+|signed\s+)?(?:int|long\s+long|long|short|size_t|std::size_t|int64_t|int32_t|uint32_t|uint64_t|std::int64_t|auto|unsigned)"
 CONSTANT_EXPRESSION = re.compile(r"^[\d\s+\-*/()uUlL]+$")
@@ -47,17 +54,21 @@ def reachable(entry: EntryPoint, program: Program, skip_guarded: bool = False) -
     With ``skip_guarded``, calls made inside a try block are not followed (what they throw is caught)."""
     if entry.body is None:
         return []
-    functions = program.functions
-    seen = {entry.body.short_name: entry.body}
-    frontier = [entry.body]
+    return called_from(entry.body, program, skip_guarded)
+
+
+def called_from(start: cxx.Function, program: Program, skip_guarded: bool = False, enters=host_code) -> list[cxx.Function]:
+    """``start`` and the functions of the sources it calls, a few levels deep: those ``enters`` accepts."""
+    seen = {start.short_name: start}
+    frontier = [start]
     for _ in range(CALL_DEPTH):
         next_frontier = []
         for function in frontier:
             for call in function.calls:
-                if skip_guarded and call.in_try:
+                if (skip_guarded and call.in_try) or call.name.startswith("."):
                     continue
-                callee = functions.get(call.name.lstrip("."))
-                if callee is not None and callee.short_name not in seen and host_code(callee) and not call.name.startswith("."):
+                callee = program.functions.get(call.name)
+                if callee is not None and callee.short_name not in seen and enters(callee):
                     seen[callee.short_name] = callee
                     next_frontier.append(callee)
         frontier = next_frontier
@@ -80,6 +91,12 @@ INT_DECLARATION = re.compile(
 )
 
 
+MODIFIED = (
+    r"(?<![\w.>])\b{name}\s*(?:\[[^\]]*\]\s*)?(?:[-+*/%&|^]|<<|>>)?=(?!=)|(?:\+\+|--)\s*{name}\b|\b{name}\s*(?:\+\+|--)"
+    r"|(?<![&\w)\]])&\s*{name}\b"
+)
+
+
 @functools.lru_cache(maxsize=256)
 def _int_declarations(body: str) -> dict[str, re.Match]:
     """The first integer declaration with an initialiser of each name in a body."""
@@ -89,12 +106,19 @@ def _int_declarations(body: str) -> dict[str, re.Match]:
     return found
 
 
+def _assigned_again(function: cxx.Function, name: str, declaration: re.Match) -> bool:
+    """``int64_t n = 1;`` then ``n = std::max(n, splits);`` (or ``++n``, or ``&n`` handed on): a variable."""
+    pattern = MODIFIED.format(name=re.escape(name))
+    return any(not declaration.start() <= m.start() < declaration.end() for m in re.finditer(pattern, function.body))
+
+
 def _constant_declaration(function: cxx.Function, name: str, depth: int = 0) -> str | None:
-    """``const int size = 3;`` (or ``= 2048 / block_dim;`` where block_dim is a constant too)."""
+    """``const int size = 3;`` (or ``= 2048 / block_dim;`` where block_dim is a constant too), never
+    assigned again."""
     if name not in function.body:
         return None
     match = _int_declarations(function.body).get(name)
-    if match is None:
+    if match is None or _assigned_again(function, name, match):
         return None
     value = match.group("value")
     names = [n for n in IDENTIFIER.findall(value) if not re.fullmatch(r"\d+[uUlL]*", n)]
@@ -107,7 +131,11 @@ def _constant_declaration(function: cxx.Function, name: str, depth: int = 0) -> 
 
 def _reads_call_sizes(entry: EntryPoint, functions: list[cxx.Function]) -> bool:
     """Does the entry point (or what it calls) read sizes from the call: buffer dimensions for a
-    typed handler, backend_config (``opaque``) or a second operand for a legacy function."""
+    typed handler, backend_config (``opaque``) or a second operand for a legacy function. One that
+    runs an xlacc launch function hands it the call's shapes in xlacc::Tensors: whether that one
+    reads them is :func:`launch_function_sizes`'s to say."""
+    if any(tensor_params(f) for f in functions):
+        return True
     if entry.typed:
         return any(SIZE_FROM_CALL.search(f.body) for f in functions)
     if entry.function is None:
@@ -138,7 +166,7 @@ def hardcoded_size(entry: EntryPoint, program: Program) -> Finding | None:
     else:
         what = "XLA:CPU passes this signature no size: pass it as an operand, or use api_version 3 and backend_config"
     for function in functions:
-        source = next((s for s in program.sources if function in s.functions), entry.origin)
+        source = _source_of(function, program, entry.origin)
         for bound, line in _loop_bounds(function):
             declaration = _constant_of(bound, function, source) if _looks_like_size(bound) else None
             if declaration:
@@ -199,13 +227,204 @@ def _looks_like_size(argument: str) -> bool:
     return re.search(r"\b(?:n|size|count|len|length|num\w*|\w*_size|\w*_len|\w*elements?)\b", argument, re.I) is not None
 
 
+# -- sizes in an xlacc launch function --------------------------------------------------------------
+# `xlacc::Status NAME_launch(xlacc::Stream stream, const xlacc::Tensor& x, ...)`: xlacc's entry points
+# read the call's shapes into the tensors (xlacc/kernel.h: numel(), dim(i), rank), so a constant
+# size in it is one the call never changes.
+
+TENSOR_TYPE = "xlacc::Tensor"
+TENSOR_SIZE_READ = r"\b{name}\s*(?:\[[^\]]*\]\s*)?(?:\.|->)\s*(?:numel|dims?|rank)\b"
+# Constants named like these tune the kernel (threads, tiles, vector widths), whatever the shapes.
+TUNING_NAME = re.compile(r"block|thread|warp|lane|tile|vec|pack|chunk|unroll|smem|shared|stage|split|align", re.I)
+# Calls a size goes through without becoming one the kernel takes: casts, and clamps (`std::min`).
+NOT_PASSED_TO = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dim3", "sizeof", "min", "max", "clamp"})
+STATEMENT_END = re.compile(r"[;{}]")
+ASSIGNED_NAME = re.compile(r"^[^=]*?\b([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?=(?!=)")
+SHAPE_DERIVATION_DEPTH = 2  # `n = x.numel()`, then `rows = n / cols`
+TENSOR_SIZE_TITLE = "size fixed in the launch function"
+TENSOR_SIZE_EVIDENCE = (
+    "{where}: `{declaration}` {use}; {function} ({function_where}) receives the call's shapes in {tensors} "
+    "and never reads this size from them"
+)
+TENSOR_SIZE_MORE = "; also `{declaration}` ({where})"
+MAX_SIZES_NAMED = 4  # a finding names this many constants of one launch function
+TENSOR_SIZE_FIX = (
+    "Read the size from the tensors {function} receives: `{tensor}.numel()` (the element count), `{tensor}.dim(i)` "
+    "(dimension i, -1 the last) or `{tensor}.rank`; where the kernel handles one shape only, compare it with "
+    "them and return `xlacc::Status::Invalid(...)` for any other."
+)
+SHOWN_CALL_CHARS = 100
+
+
+@dataclass(frozen=True)
+class Statement:
+    first: int  # lines
+    last: int
+    text: str
+
+
+def tensor_params(function: cxx.Function) -> list[str]:
+    """The names of a function's xlacc::Tensor parameters (by reference, value or pointer)."""
+    return [p.name for p in function.params if p.name and p.base_type.lstrip(":") == TENSOR_TYPE]
+
+
+def _statements(function: cxx.Function) -> list[Statement]:
+    """The body cut at `;`, `{` and `}`: statements, and the heads of blocks (`if (...)`)."""
+    found, start = [], 0
+    for end in [m.start() for m in STATEMENT_END.finditer(function.body)]:
+        text = function.body[start:end]
+        if text.strip():
+            first = start + len(text) - len(text.lstrip())
+            found.append(Statement(function.line_at(first), function.line_at(end), text))
+        start = end + 1
+    return found
+
+
+def _shape_reads(function: cxx.Function, statements: list[Statement]) -> re.Pattern | None:
+    """What stands for a call's shape in a function: its tensors' numel()/dim()/rank, its scalar
+    parameters (a helper's sizes, a launch function's attributes), and the names computed from them."""
+    reads = [TENSOR_SIZE_READ.format(name=re.escape(t)) for t in tensor_params(function)]
+    names = {p.name for p in function.params if p.name and p.is_scalar and p.base_type.lstrip(":") != TENSOR_TYPE}
+    for _ in range(SHAPE_DERIVATION_DEPTH):
+        pattern = "|".join(reads + [rf"\b{re.escape(n)}\b" for n in sorted(names)])
+        if not pattern:
+            return None
+        found = re.compile(pattern)
+        names |= {m.group(1) for s in statements if found.search(s.text) and (m := ASSIGNED_NAME.match(s.text.strip()))}
+    return re.compile("|".join(reads + [rf"\b{re.escape(n)}\b" for n in sorted(names)]))
+
+
+def _tied_to_shapes(name: str, use_line: int, statements: list[Statement], shapes: re.Pattern | None) -> bool:
+    """Is the constant compared with a shape, or combined into one, in a statement other than the
+    one that passes it on (``if (x.dim(-1) != hidden_size) return xlacc::Status::Invalid(...);``)?"""
+    if shapes is None:
+        return False
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for statement in statements:
+        if statement.first <= use_line <= statement.last or not word.search(statement.text):
+            continue
+        if shapes.search(word.sub(" ", statement.text)):
+            return True
+    return False
+
+
+def _helper(function: cxx.Function) -> bool:
+    """A host function a launch function runs; one that takes tensors is checked on its own (the
+    generated dispatch calls the launch function)."""
+    return host_code(function) and not tensor_params(function)
+
+
+def _size_named(name: str) -> bool:
+    return _looks_like_size(name) and not TUNING_NAME.search(name)
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN_CALL_CHARS else text[: SHOWN_CALL_CHARS - 3] + "..."
+
+
+def _size_uses(function: cxx.Function, program: Program) -> list[tuple[str, str, int]]:
+    """(expression, what is done with it, line) for each size a function passes to a launch or a
+    call (named like a size, or where the callee takes one) or bounds a host loop with."""
+    uses = []
+    for launch in function.launches:
+        uses += _sized(launch.args, program.functions.get(launch.short_kernel), launch.text, launch.line)
+    for call in function.calls:
+        if not call.name.startswith(".") and call.name not in NOT_PASSED_TO and not call.qualified.startswith("std::"):
+            uses += _sized(call.args, program.functions.get(call.name), call.text, call.line)
+    uses += [(bound, f"bounds the loop at {function.at(line)}", line) for bound, line in _loop_bounds(function) if _size_named(bound)]
+    return uses
+
+
+def _sized(args: tuple[str, ...], callee: cxx.Function | None, text: str, line: int) -> list[tuple[str, str, int]]:
+    found = []
+    for position, arg in enumerate(args):
+        param = callee.params[position].name if callee is not None and position < len(callee.params) else ""
+        if _size_named(arg) or _size_named(param):
+            found.append((arg, f"is passed to `{_shown(text)}` (line {line})", line))
+    return found
+
+
+def _declared_at(name: str, function: cxx.Function, source: cxx.CxxSource) -> str:
+    match = _int_declarations(function.body).get(name)
+    if match is not None:
+        return function.at(function.line_at(match.start()))
+    macro = source.macros.get(name)
+    own = macro is not None and re.search(rf"^[ \t]*#[ \t]*define[ \t]+{re.escape(name)}\b", source.text, re.M)
+    return f"{source.name}:{macro.line}" if own else f"`#define {name}`"
+
+
+def _fixed_sizes(function: cxx.Function, source: cxx.CxxSource, program: Program) -> list[tuple[str, str, str]]:
+    """(where it is declared, the declaration, its use) for each constant size a function uses as
+    one, unless it is compared with or combined into the call's shapes."""
+    statements = None
+    shapes = None
+    found = []
+    for expression, use, line in _size_uses(function, program):
+        for name in IDENTIFIER.findall(expression):
+            declaration = _constant_of(name, function, source)
+            if declaration is None:
+                continue
+            if statements is None:
+                statements = _statements(function)
+                shapes = _shape_reads(function, statements)
+            if not _tied_to_shapes(name, line, statements, shapes):
+                found.append((_declared_at(name, function, source), declaration, use))
+    return found
+
+
+def launch_function_sizes(function: cxx.Function, source: cxx.CxxSource, program: Program, reported: set[str]) -> Finding | None:
+    """An xlacc launch function (or a helper it runs) that uses a constant as a size, where the
+    call's shapes are at hand in its tensors; ``reported``: declarations already named."""
+    tensors = tensor_params(function)
+    if not tensors or not host_code(function):
+        return None
+    fixed = []
+    for helper in called_from(function, program, enters=_helper):
+        for where, declaration, use in _fixed_sizes(helper, _source_of(helper, program, source), program):
+            if where not in reported:
+                reported.add(where)
+                fixed.append((where, declaration, use))
+    if not fixed:
+        return None
+    where, declaration, use = fixed[0]
+    evidence = TENSOR_SIZE_EVIDENCE.format(
+        where=where, declaration=declaration, use=use, function=function.short_name,
+        function_where=function.at(function.line), tensors=", ".join(f"`{t}`" for t in tensors),
+    )
+    evidence += "".join(TENSOR_SIZE_MORE.format(where=w, declaration=d) for w, d, _ in fixed[1:MAX_SIZES_NAMED])
+    return make(
+        "hardcoded-size",
+        evidence,
+        title=TENSOR_SIZE_TITLE,
+        fix=TENSOR_SIZE_FIX.format(function=function.short_name, tensor=tensors[0]),
+        likelihood=0.8,
+    )
+
+
+def _source_of(function: cxx.Function, program: Program, default: cxx.CxxSource | None) -> cxx.CxxSource | None:
+    return next((s for s in program.sources if any(f is function for f in s.functions)), default)
+
+
 # -- streams and launches ---------------------------------------------------------------------------
 
 
-def _stream_params(function: cxx.Function, source: cxx.CxxSource) -> list[str]:
+def _is_stream(param: cxx.Param, source: cxx.CxxSource) -> bool:
+    """A parameter of a stream type: cudaStream_t, CUstream, xlacc::Stream, an alias of one, or a
+    const reference to one (``const xlacc::Stream&``)."""
     from xlacc.diagnosis.program import STREAM_TYPES
 
-    return [p.name for p in function.params if source.type_aliases.get(p.type, p.type).rsplit("::", 1)[-1] in STREAM_TYPES]
+    written = param.type.rstrip("&")
+    for _ in range(ALIAS_DEPTH):
+        if written.lstrip(":") in XLACC_STREAM_TYPES or written.rsplit("::", 1)[-1] in STREAM_TYPES:
+            return True
+        if written not in source.type_aliases:
+            return False
+        written = source.type_aliases[written].rstrip("&")
+    return False
+
+
+def _stream_params(function: cxx.Function, source: cxx.CxxSource) -> list[str]:
+    return [p.name for p in function.params if _is_stream(p, source)]
 
 
 def stream_ignored(function: cxx.Function, source: cxx.CxxSource, typed_impls: set[str]) -> list[Finding]:
@@ -215,7 +434,7 @@ def stream_ignored(function: cxx.Function, source: cxx.CxxSource, typed_impls: s
     findings = []
     for launch in function.launches:
         stream = launch.stream
-        if stream is not None and stream not in DEFAULT_STREAMS:
+        if not launch.stream_known or (stream is not None and stream not in DEFAULT_STREAMS):
             continue
         receives = f"receives the stream `{streams[0]}`" if streams else "binds no stream (typed FFI handler)"
         fix = None if streams else (
@@ -225,7 +444,7 @@ def stream_ignored(function: cxx.Function, source: cxx.CxxSource, typed_impls: s
             make(
                 "stream-ignored",
                 f"{function.short_name} ({source.name}:{function.line}) {receives} but launches "
-                f"`{launch.text}` (line {launch.line}) on {'stream ' + stream if stream else 'the default stream'}",
+                f"`{launch.text}` (line {launch.line}) on the default stream{f' (`{stream}`)' if stream else ''}",
                 fix=fix,
                 likelihood=0.8,
             )
@@ -239,16 +458,25 @@ def _checks_after(function: cxx.Function, offset: int, checkers: set[str]) -> bo
 
 def checker_functions(program: Program) -> set[str]:
     """Functions that read the launch status: calling one after a launch checks it."""
-    return {
+    own = {
         f.short_name for f in program.functions.values()
         if not f.launches and any(LAUNCH_CHECKS.match(c.name) for c in f.calls)
     }
+    return own | {name for name in XLACC_LAUNCH_CHECKS if name not in program.functions}
+
+
+def _checked(launch: cxx.Launch, function: cxx.Function, checkers: set[str]) -> bool:
+    """A launch API's returned error kept (assigned, returned, tested), or a check after the launch."""
+    return launch.result_kept or _checks_after(function, launch.end, checkers)
 
 
 def unchecked_launch(function: cxx.Function, source: cxx.CxxSource, program: Program, checkers: set[str]) -> Finding | None:
-    unchecked = [launch for launch in function.launches if not _checks_after(function, launch.end, checkers)]
+    unchecked = [launch for launch in function.launches if not _checked(launch, function, checkers)]
     if unchecked:
-        callers = [(f, c) for f in program.functions.values() for c in f.calls if c.name == function.short_name]
+        callers = [
+            (f, c) for f in program.functions.values() if f.short_name != function.short_name  # recursion checks nothing
+            for c in f.calls if c.name == function.short_name
+        ]
         if callers and all(_checks_after(caller, call.start, checkers) for caller, call in callers):
             unchecked = []
     if not unchecked:
@@ -259,8 +487,8 @@ def unchecked_launch(function: cxx.Function, source: cxx.CxxSource, program: Pro
         kernels += f" and {len(unchecked) - len(shown)} more"
     return make(
         "unchecked-launch",
-        f"{function.short_name} ({source.name}:{function.line}) launches {kernels} and never calls cudaGetLastError "
-        "afterwards",
+        f"{function.short_name} ({source.name}:{function.line}) launches {kernels} and never reads the launch's error "
+        "afterwards (cudaGetLastError, xlacc::launch_status, or the error a launch call returns)",
         likelihood=0.6,
     )
 
@@ -479,9 +707,13 @@ def kernel_findings(program: Program, looked_up: set[str], hidden_build: str | N
     typed_impls = {e.body.short_name for e in program.entries if e.signature is TYPED_FFI and e.body is not None}
     reached = _reached_by_entries(program)
     by_source: dict[str, list[Finding]] = {s.name: [] for s in program.sources}
+    sizes_reported: set[str] = set()
     for source in program.sources:
         findings = by_source[source.name]
         for function in source.functions:
+            fixed = launch_function_sizes(function, source, program, sizes_reported)
+            if fixed is not None:
+                findings.append(fixed)
             if function.launches and host_code(function):
                 findings.extend(stream_ignored(function, source, typed_impls))
                 if reached is None or function.short_name in reached:
