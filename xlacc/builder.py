@@ -239,7 +239,7 @@ def _spec_target(
         include_dirs=(root, *(root / d for d in spec.build.include_dirs)),
         defines=spec.build.defines,
         flags=spec.build.flags,
-        stale_signature=f"{', '.join(changes)} changed in {spec_mod.SPEC_FILE} since xlacc generated the code" if changes else "",
+        stale_signature=f"{spec_mod.SPEC_FILE} changed since xlacc generated the code ({'; '.join(changes)})" if changes else "",
     )
 
 

@@ -337,6 +337,12 @@ class Call(_Operands):
     def launch(self) -> str:
         return f"{self.name}_launch"
 
+    @property
+    def launch_parameters(self) -> str:
+        """What the entry points pass ``{name}_launch<T>``: the stream, every tensor, every attribute."""
+        tensors = [f"const xlacc::Tensor& {t.name}" for t in self.inputs + self.outputs]
+        return ", ".join(["xlacc::Stream stream", *tensors, *(f"{a.c_type} {a.name}" for a in self.attrs)])
+
 
 @dataclass(frozen=True)
 class Generated:
@@ -542,6 +548,10 @@ class Spec(_Operands):
     @property
     def signature_digest(self) -> str:
         """A digest of everything the generated code is made from (not build settings)."""
+        return "sha256:" + hashlib.sha256(json.dumps(self.signature_fields(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def signature_fields(self) -> dict[str, Any]:
+        """Everything the generated code is made from, by key of the spec."""
         fields = {
             "name": self.name,
             "target": self.target,
@@ -562,14 +572,48 @@ class Spec(_Operands):
         if self.backward:
             saved = [[t.name, t.dtypes, t.like, t.like_stop] for t in self.backward.saved]
             fields["backward"] = [self.backward.kind, self.backward.grads, saved]
-        return "sha256:" + hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+        return fields
 
     def signature_changes(self) -> list[str]:
         """What changed in the signature since xlacc generated the code (empty: nothing, or the
-        project records no generation)."""
+        project records no generation): each key that changed, against the spec xlacc generated
+        from (kept in .xlacc/base), or the whole signature where that copy is gone."""
         if self.generated is None or self.generated.signature == self.signature_digest:
             return []
-        return ["the op's signature (name, target, platform, api, frameworks, inputs, outputs, attrs, sharding, backward or kernel)"]
+        base = self.generated_from()
+        if base is None:
+            return ["the op's signature (name, target, platform, api, frameworks, inputs, outputs, attrs, sharding, backward or kernel)"]
+        before, now = base.signature_fields(), self.signature_fields()
+        return [_field_change(key, before.get(key), now.get(key)) for key in dict.fromkeys([*before, *now]) if before.get(key) != now.get(key)]
+
+    def generated_from(self) -> Spec | None:
+        """The spec as xlacc last generated code from it, where its copy still matches the record."""
+        from xlacc.generated import BASE_DIR  # generated imports this module
+
+        path = self.root / BASE_DIR / SPEC_FILE
+        try:
+            base = from_dict(read_toml(path), path)
+        except (OSError, UsageError):
+            return None
+        return base if base.signature_digest == self.generated.signature else None
+
+
+def _field_change(key: str, before: Any, now: Any) -> str:
+    """``attrs: added alpha`` or ``platform: 'cuda' -> 'cpu'``."""
+    if key in ("inputs", "outputs", "attrs"):
+        old = {item[0]: item for item in before or []}
+        new = {item[0]: item for item in now or []}
+        parts = [f"added {name}" for name in new if name not in old] + [f"removed {name}" for name in old if name not in new]
+        parts += [f"changed {name}" for name in new if name in old and old[name] != new[name]]
+        return f"{key}: {', '.join(parts) or 'reordered'}"
+    if before is None or now is None:
+        return f"{key}: {'added' if before is None else 'removed'}"
+    return f"{key}: {_short(before)} -> {_short(now)}"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- loading ------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ REFERENCE_BYTES = 2 * 1024 * 1024
 
 def findings(spec) -> list[Finding]:
     found = [
-        make("spec-changed", f"{spec.root / 'xlacc.toml'}: {change} changed since xlacc generated the code")
+        make("spec-changed", f"{spec.root / 'xlacc.toml'}: changed since xlacc generated the code: {change}")
         for change in spec.signature_changes()
     ]
     for path in sorted(spec.generated.files) if spec.generated else []:
