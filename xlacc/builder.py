@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from xlacc import paths, toolchain
+from xlacc import generated, paths, toolchain
 from xlacc import spec as spec_mod
 from xlacc.diagnosis.findings import make as make_finding
 from xlacc.errors import UsageError
@@ -129,6 +129,7 @@ class Target:
     defines: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
     stale_signature: str = ""  # the spec changed after its code was generated: what to run
+    conflicts: tuple[str, ...] = ()  # path:line of each conflict `xlacc update` left unresolved
 
     @property
     def search_path(self) -> tuple[Path, ...]:
@@ -240,6 +241,7 @@ def _spec_target(
         defines=spec.build.defines,
         flags=spec.build.flags,
         stale_signature=f"{spec_mod.SPEC_FILE} changed since xlacc generated the code ({'; '.join(changes)})" if changes else "",
+        conflicts=tuple(generated.conflict_markers(spec)),
     )
 
 
@@ -346,6 +348,8 @@ def _build(target: Target, options: Options) -> BuildResult:
     started = time.perf_counter()
     if target.stale_signature:
         return _stale_result(target, started)
+    if target.conflicts:
+        return _conflicts_result(target, started)
     plan = _prepare(target, options)
     _clear_leftovers(target.output)
     notes = [f"command (in {target.root}): {shlex.join(plan.command)}"] if options.verbose else []
@@ -376,6 +380,13 @@ def _stale_result(target: Target, started: float) -> BuildResult:
     finding = make("spec-changed", f"{target.root / spec_mod.SPEC_FILE}: {target.stale_signature}")
     check = Check("spec", False, f"{target.stale_signature}: run `xlacc update`")
     return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], [finding])
+
+
+def _conflicts_result(target: Target, started: float) -> BuildResult:
+    """`xlacc update` left conflicts unresolved: the code would not compile, or not as either side meant."""
+    findings = [make_finding("update-conflict", f"{target.root / where}: `<<<<<<< yours` left by `xlacc update`") for where in target.conflicts]
+    check = Check("conflicts", False, f"unresolved in {', '.join(target.conflicts)}: edit each marked region, then build")
+    return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], findings)
 
 
 def _verify(plan: Plan) -> tuple[list[Check], list[Finding]]:

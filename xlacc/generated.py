@@ -80,6 +80,23 @@ def read_text(path: Path) -> str | None:
         return ""  # not text xlacc wrote: treated as the user's
 
 
+CONFLICT_MARKER = re.compile(r"^<<<<<<< yours$", re.MULTILINE)  # what `xlacc update` leaves where a merge conflicts
+
+
+def conflict_markers(spec: specmod.Spec) -> list[str]:
+    """``path:line`` of the first conflict marker `xlacc update` left in each file it tracks."""
+    found = []
+    for path in sorted(spec.generated.files) if spec.generated else []:
+        try:
+            text = read_text(spec.root / path) or ""
+        except UsageError:  # no longer a regular file, or too large: not one xlacc wrote
+            continue
+        marker = CONFLICT_MARKER.search(text)
+        if marker:
+            found.append(f"{path}:{text.count(chr(10), 0, marker.start()) + 1}")
+    return found
+
+
 # -- new: what to write, and what to keep -------------------------------------------------------
 
 

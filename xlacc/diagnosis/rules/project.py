@@ -4,16 +4,12 @@ reference gives run-smoke one problem whatever size it asks for."""
 from __future__ import annotations
 
 import ast
-import re
 
-from xlacc import paths
+from xlacc import generated, paths
 from xlacc.diagnosis.findings import make
 from xlacc.errors import UsageError
 from xlacc.parsers.python import parse
 from xlacc.report import Finding
-
-CONFLICT_MARKER = re.compile(r"^<<<<<<< yours$", re.MULTILINE)
-
 
 EXAMPLE_INPUTS = "example_inputs"  # what run-smoke calls with each problem size
 REFERENCE_BYTES = 2 * 1024 * 1024
@@ -24,15 +20,7 @@ def findings(spec) -> list[Finding]:
         make("spec-changed", f"{spec.root / 'xlacc.toml'}: changed since xlacc generated the code: {change}")
         for change in spec.signature_changes()
     ]
-    for path in sorted(spec.generated.files) if spec.generated else []:
-        try:
-            text = (spec.root / path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        marker = CONFLICT_MARKER.search(text)
-        if marker:
-            line = text.count("\n", 0, marker.start()) + 1
-            found.append(make("update-conflict", f"{spec.root / path}:{line}: `<<<<<<< yours` left by `xlacc update`"))
+    found += [make("update-conflict", f"{spec.root / where}: `<<<<<<< yours` left by `xlacc update`") for where in generated.conflict_markers(spec)]
     return found + _example_inputs_ignoring_size(spec)
 
 
