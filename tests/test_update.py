@@ -80,6 +80,19 @@ def test_a_conflict_is_marked_in_the_file_and_fails_the_update(project, upgraded
     assert "<<<<<<< yours\n#include <xlacc/kernel.h>  // mine\n=======\n#include <xlacc/kernel.h>  // theirs\n>>>>>>> xlacc" in text
 
 
+def test_build_and_run_smoke_refuse_a_project_with_unresolved_conflicts(project, upgraded_templates):
+    edit(project / "op" / "jax.py", "import ctypes\n", "import ctypes  # mine\n")
+    edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # theirs\n")
+    assert update.run(update.UpdateRequest(project)).failed
+    line = (project / "op" / "jax.py").read_text().splitlines().index("<<<<<<< yours") + 1
+
+    built = builder.build_spec(specmod.load(project))
+    assert not built.ok and [f.code for f in built.findings] == ["update-conflict"]
+    assert built.checks[0].name == "conflicts" and f"op/jax.py:{line}" in built.checks[0].detail
+    smoke_report = smoke.run(smoke.SmokeRequest(project, None, None, 0, None, None, 60.0, False))
+    assert smoke_report.failed and [f.code for f in smoke_report.findings] == ["update-conflict"]
+
+
 def test_dry_run_shows_the_diff_and_writes_nothing(project, upgraded_templates):
     edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # newer bindings\n")
     before = (project / "op" / "jax.py").read_text()
@@ -106,8 +119,23 @@ def test_a_new_signature_regenerates_bindings_and_the_user_files_nobody_edited(t
     assert not report.failed
     assert statuses(report)["op/_entry_points.cc"] == "updated" and statuses(report)["kernel.cc"] == "updated"
     assert "const xlacc::Tensor& bias" in (project / "kernel.cc").read_text()
+    assert not any("change it to match" in note for note in report.notes)  # xlacc rewrote the unedited kernel
     assert specmod.load(project).signature_changes() == []
     assert builder.build_spec(specmod.load(project)).ok
+
+
+def test_a_new_attribute_names_the_launch_the_user_must_change_and_what_changed(tmp_path):
+    """The add template's kernel does not follow the signature: update says what its launch
+    function is called with now; build and doctor said which key changed."""
+    project = tmp_path / "op"
+    scaffold.create(NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=project))
+    edit(project / specmod.SPEC_FILE, "[build]", '[[attrs]]\nname = "alpha"\ntype = "f32"\ndefault = 1.0\n\n[build]')
+    assert specmod.load(project).signature_changes() == ["attrs: added alpha"]
+
+    report = update.run(update.UpdateRequest(project))
+    assert statuses(report)["kernel.cc"] == "up to date" and statuses(report)["op/_entry_points.cc"] == "updated"
+    expected = "op_launch<T>() in kernel.cc is called with (xlacc::Stream stream, const xlacc::Tensor& x, const xlacc::Tensor& y, const xlacc::Tensor& out, float alpha) now: change it to match"
+    assert expected in report.notes
 
 
 def test_deleted_files_the_user_removed_stay_deleted_and_xlaccs_come_back(project):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,6 +19,40 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 KERNELS = ARTIFACTS / "wrap"
 NOTE_000 = ARTIFACTS / "doctor" / "sources" / "seed000_minimal_xla_custom_call.cu"  # the user's kernel, as written
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+RMS_SIZES = ["num_tokens=input.shape[0]", "hidden_size=input.shape[1]"]
+# A CPU kernel written as vLLM writes its CUDA ones: casts to and from the element type.
+RMS_NORM_CPU = """#include <cmath>
+
+template <typename scalar_t>
+void rms_norm_cpu(scalar_t* out, const scalar_t* input, const scalar_t* weight, float epsilon, int num_tokens, int hidden_size) {
+  for (int t = 0; t < num_tokens; ++t) {
+    float variance = 0.0f;
+    for (int i = 0; i < hidden_size; ++i) {
+      const float x = (float)input[t * hidden_size + i];
+      variance += x * x;
+    }
+    const float scale = 1.0f / std::sqrt(variance / hidden_size + epsilon);
+    for (int i = 0; i < hidden_size; ++i) {
+      out[t * hidden_size + i] = (scalar_t)((float)input[t * hidden_size + i] * scale * (float)weight[i]);
+    }
+  }
+}
+"""
+# A one-block-per-row kernel and the launcher that knows its grid.
+RMS_NORM_ROWS = """#include <cuda_runtime.h>
+
+template <typename scalar_t>
+__global__ void rms_norm_kernel(scalar_t* out, const scalar_t* input, const scalar_t* weight, float epsilon, int cols) {
+  const scalar_t* row = input + blockIdx.x * cols;
+  for (int i = threadIdx.x; i < cols; i += blockDim.x) out[blockIdx.x * cols + i] = row[i] * weight[i];
+}
+
+template <typename scalar_t>
+void rms_norm(scalar_t* out, const scalar_t* input, const scalar_t* weight, float epsilon, int rows, int cols, cudaStream_t stream) {
+  rms_norm_kernel<scalar_t><<<rows, 256, 0, stream>>>(out, input, weight, epsilon, cols);
+}
+"""
 
 
 @pytest.fixture
@@ -32,6 +68,14 @@ def new(tmp_path, name, source, **kwargs):
     request = scaffold.NewRequest(name=name, from_file=source, frameworks=["jax"], directory=tmp_path / name, **kwargs)
     scaffold.create(request)
     return specmod.load(tmp_path / name)
+
+
+def user_kernel(tmp_path, name, text):
+    """A kernel file of the user's, beside the projects."""
+    path = tmp_path / "csrc" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
 
 
 def write_reference(spec, body):
@@ -110,6 +154,37 @@ def test_size_flags_are_checked_before_they_reach_cxx(text):
         wrap.parse_sizes([text])
 
 
+def test_a_launcher_that_takes_a_stream_is_wrapped_rather_than_the_kernel_it_launches(tmp_path):
+    source = user_kernel(tmp_path, "rms_norm_rows.cu", RMS_NORM_ROWS)
+    wrapped = wrap.read(source, None, {"rows": "input.shape[0]", "cols": "input.shape[1]"})
+    assert wrapped.function == "rms_norm" and not wrapped.is_kernel and wrapped.template
+    assert wrapped.arguments[-1].expression == "stream"
+    assert wrap.read(source, "rms_norm_kernel", {"cols": "input.shape[1]"}).is_kernel  # --kernel still picks
+    # The launcher of a legacy XLA handler's kernel; the handler itself (void** buffers) is no launcher.
+    assert wrap.read(ARTIFACTS / "doctor" / "sources" / "host_sync_legacy.cu", None, {}).function == "launch_negate"
+    assert wrap.read(NOTE_000, None, {}).function == "SimpleAddKernel"
+
+
+def test_two_launchers_are_asked_about_with_the_kernels(tmp_path):
+    second = RMS_NORM_ROWS.replace("void rms_norm(", "void rms_norm_again(")
+    source = user_kernel(tmp_path, "two.cu", RMS_NORM_ROWS + second[second.index("template <typename scalar_t>\nvoid"):])
+    with pytest.raises(UsageError, match=r"3 functions it could wrap \(rms_norm, rms_norm_again, rms_norm_kernel\); pick one with --kernel"):
+        wrap.read(source, None, {})
+
+
+def test_sizes_read_from_dims_give_example_inputs_that_many_dims():
+    wrapped = wrap.read(KERNELS / "decode_params.cu", None, {"num_seqs": "query.shape[0]", "num_heads": "query.shape[1]", "head_size": "query.shape[-1]"})
+    assert wrapped.rank_checks() == [("query", 2, "num_heads is query.shape[1]")]
+    spec = SimpleNamespace(inputs=[SimpleNamespace(name="query"), SimpleNamespace(name="key_cache")], outputs=[SimpleNamespace(name="scores", like="query")])
+    assert wrapped.example_shapes(spec) == {
+        "query": ("(max(1, size // 128), 128)", "query: num_seqs = shape[0], num_heads = shape[1], head_size = shape[-1]"),
+        "key_cache": ("(max(1, size // 128), 128)", "key_cache: shaped like query (xlacc cannot tell its shape)"),
+    }
+    assert wrap.example_shape(3) == "(max(1, size // 512), 4, 128)"
+    elementwise = wrap.read(NOTE_000, None, {})
+    assert elementwise.rank_checks() == [] and set(elementwise.example_shapes(SimpleNamespace(inputs=[SimpleNamespace(name="a"), SimpleNamespace(name="b")], outputs=[])).values()) == {("(size,)", "a"), ("(size,)", "b")}
+
+
 # -- projects -----------------------------------------------------------------------------------
 
 
@@ -159,3 +234,92 @@ def test_a_template_function_of_a_multi_function_file_passes_run_smoke(tmp_path,
     write_reference(spec, "alpha * x + y")
     code, output = run_smoke(spec.root)
     assert code == 0, output
+
+
+def test_an_input_whose_dims_sizes_read_is_that_rank_in_example_inputs_and_in_the_launch_check(tmp_path, monkeypatch):
+    np = pytest.importorskip("numpy")
+    spec = new(tmp_path, "rms_rows", user_kernel(tmp_path, "rms_norm_cpu.cc", RMS_NORM_CPU), sizes=RMS_SIZES)
+    launch = (spec.root / "launch.cc").read_text()
+    check = (
+        "  if (input.rank < 2) {\n"
+        '    return xlacc::Status::Invalid("input needs at least 2 dims (hidden_size is input.shape[1]), got " + xlacc::shape_text(input));\n'
+    )
+    assert check in launch and launch.index(check) < launch.index("rms_norm_cpu<T>(")
+    monkeypatch.syspath_prepend(str(spec.root))
+    reference = importlib.import_module(f"{spec.package}.reference")
+    for size in (1, 1000, 1 << 20):
+        (x, weight), _ = reference.example_inputs(size, np.random.default_rng(0))
+        assert x.shape == (max(1, size // 128), 128) and weight.shape == x.shape  # weight: as many elements as the kernel reads
+
+
+@pytest.mark.parametrize(
+    "old, new_text, message",
+    [
+        ("const scalar_t* weight,", "const scalar_t* weight, const scalar_t* residual,",
+         r'it takes an input `residual`: add a \[\[inputs\]\] table with name = "residual" and dtype = "f32"'),
+        ("float epsilon, ", "", r"it takes no scalar `epsilon` any more: remove its \[\[attrs\]\] table"),
+        ("const scalar_t* weight", "const double* weight", r'its input `weight` holds f64 now: set dtype = "f64" in its \[\[inputs\]\] table'),
+        ("int hidden_size)", "int hidden_size, int groups)", r'`groups` is an integer xlacc cannot place: add groups = "INPUT.size" .* to \[from\] sizes in xlacc.toml'),
+    ],
+)  # fmt: skip
+def test_update_refuses_a_kernel_whose_parameters_changed_and_says_what_to_change_in_xlacc_toml(tmp_path, old, new_text, message):
+    source = user_kernel(tmp_path, "rms_norm_cpu.cc", RMS_NORM_CPU)
+    spec = new(tmp_path, "rms", source, sizes=RMS_SIZES)
+    before = {path: path.read_bytes() for path in spec.root.rglob("*") if path.is_file()}
+    source.write_text(RMS_NORM_CPU.replace(old, new_text))
+    with pytest.raises(UsageError, match=message) as info:
+        update.run(update.UpdateRequest(spec.root))
+    assert "\n" not in str(info.value)
+    assert {path: path.read_bytes() for path in spec.root.rglob("*") if path.is_file()} == before
+
+
+@needs_gxx
+def test_a_build_that_fails_after_the_kernel_gained_a_parameter_says_what_changed(tmp_path):
+    source = user_kernel(tmp_path, "rms_norm_cpu.cc", RMS_NORM_CPU)
+    spec = new(tmp_path, "rms_drift", source, sizes=RMS_SIZES)
+    source.write_text(RMS_NORM_CPU.replace("const scalar_t* weight,", "const scalar_t* weight, const scalar_t* residual,"))
+    result = builder.build_spec(spec)
+    assert [f.code for f in result.findings] == ["compile-error"]
+    [drift] = [c for c in result.checks if c.name == "wrapped kernel"]
+    assert drift.ok is False and "it takes an input `residual`: add a [[inputs]] table" in drift.detail
+
+
+def test_update_carries_a_new_kernel_parameter_through_once_xlacc_toml_has_it(tmp_path):
+    source = user_kernel(tmp_path, "rms_norm_cpu.cc", RMS_NORM_CPU)
+    spec = new(tmp_path, "rms", source, sizes=RMS_SIZES)
+    source.write_text(RMS_NORM_CPU.replace("const scalar_t* weight,", "const scalar_t* weight, const scalar_t* residual,"))
+    toml = spec.root / "xlacc.toml"
+    toml.write_text(toml.read_text().replace("[[outputs]]", '[[inputs]]\nname = "residual"\ndtype = "f32"\n\n[[outputs]]', 1))
+    report = update.run(update.UpdateRequest(spec.root))
+    assert not report.failed, report.checks
+    launch = (spec.root / "launch.cc").read_text()
+    assert "const xlacc::Tensor& residual" in launch and "weight.data<const T>(), residual.data<const T>()," in launch
+
+
+@needs_gxx
+def test_a_cpu_kernel_casting_as_cuda_code_does_builds_for_bf16(tmp_path):
+    spec = new(tmp_path, "rms_bf16", user_kernel(tmp_path, "rms_norm_cpu.cc", RMS_NORM_CPU), sizes=RMS_SIZES, dtypes=["f32", "bf16"])
+    result = builder.build_spec(spec)
+    assert result.ok, [c for c in result.checks if not c.ok] + result.findings
+
+
+@needs_gxx
+def test_the_cpu_16_bit_types_convert_to_and_from_float_rounding_to_nearest_even(tmp_path):
+    program = tmp_path / "convert.cc"
+    program.write_text(
+        """#include <xlacc/kernel.h>
+int main() {
+  using xlacc::bf16_t; using xlacc::f16_t;
+  const bf16_t b = 1.00390625f;  // halfway between 1 and the next bfloat16: rounds to even, 1
+  const f16_t h = (f16_t)(0.1f);
+  float sum = b;
+  sum += (float)h;
+  return (b.bits == 0x3f80 && h.bits == 0x2e66 && (float)bf16_t(-2.5f) == -2.5f && sum == 1.0f + 0.0999755859375f
+          && xlacc::from_acc<bf16_t>(3.0f).bits == bf16_t(3.0f).bits && xlacc::to_acc(h) == (float)h) ? 0 : 1;
+}
+"""
+    )
+    include = Path(wrap.__file__).parent / "include"
+    built = subprocess.run(["g++", "-std=c++17", "-I", str(include), str(program), "-o", str(tmp_path / "convert")], check=False, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert subprocess.run([str(tmp_path / "convert")], check=False).returncode == 0

@@ -130,6 +130,7 @@ class Target:
     flags: tuple[str, ...] = ()
     stale_signature: str = ""  # the spec changed after its code was generated: what to run
     conflicts: tuple[str, ...] = ()  # path:line of each conflict `xlacc update` left unresolved
+    wrapping: Spec | None = None  # a project that wraps the user's kernel (`new --from`)
 
     @property
     def search_path(self) -> tuple[Path, ...]:
@@ -192,6 +193,18 @@ def build_spec(
     return _build(_spec_target(spec, archs=archs), Options(force, nvcc, ffi_include, verbose, show_progress))
 
 
+def _wrapped_kernel_drift(spec: Spec) -> str | None:
+    """Why a wrapped kernel (``[from]``) no longer fits the code generated for it, if it does not:
+    the likely cause of a failed compile."""
+    from xlacc import wrap
+
+    try:
+        wrap.check_spec(spec)
+    except UsageError as exc:
+        return str(exc)
+    return None
+
+
 def is_stale(
     spec: Spec, *, archs: tuple[str, ...] | None = None, nvcc: Path | None = None, ffi_include: Path | None = None
 ) -> bool:
@@ -242,6 +255,7 @@ def _spec_target(
         flags=spec.build.flags,
         stale_signature=f"{spec_mod.SPEC_FILE} changed since xlacc generated the code ({'; '.join(changes)})" if changes else "",
         conflicts=tuple(generated.conflict_markers(spec)),
+        wrapping=spec if spec.origin is not None else None,
     )
 
 
@@ -366,7 +380,8 @@ def _build(target: Target, options: Options) -> BuildResult:
     checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
     if not step.ok:
         plan.cache.save()
-        return _result(plan, False, started, checks, findings, notes)
+        drift = _wrapped_kernel_drift(target.wrapping) if target.wrapping is not None else None
+        return _result(plan, False, started, checks + ([Check("wrapped kernel", False, drift)] if drift else []), findings, notes)
     verify_checks, verify_findings = _verify(plan)
     plan.cache.save()
     library = Check("library", True, paths.shown(target.output, Path.cwd().resolve()))

@@ -4,16 +4,18 @@ everything the user wrote.
 Per file: one that is still as xlacc wrote it is replaced by the new text; one the user edited is
 merged three ways (the text xlacc wrote last time from ``.xlacc/base``, the user's text, the new
 text), as copier does; a conflict is left marked in the file and reported, with exit code 1.
-``--dry-run`` shows the diffs and writes nothing.
+``--dry-run`` shows the diffs and writes nothing. A project wrapping the user's kernel (``[from]``)
+whose parameters no longer match the op in xlacc.toml is refused, saying what to change there.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlacc import generated, scaffold
+from xlacc import generated, scaffold, wrap
 from xlacc import spec as specmod
 from xlacc.report import Check, Finding, Report
 
@@ -42,6 +44,8 @@ class FileOutcome:
 
 def run(request: UpdateRequest) -> Report:
     spec = specmod.load(request.project)
+    if spec.origin is not None:
+        wrap.check_spec(spec)
     directory = spec.root
     meta = scaffold.template_meta(spec.template)
     rendered = scaffold.render(spec, meta)
@@ -59,6 +63,7 @@ def run(request: UpdateRequest) -> Report:
     conflicts = [o for o in outcomes if o.status == "conflict"]
     if conflicts:
         report.findings.append(conflict_finding(conflicts))
+    report.notes += launch_changes(spec, kernel_text(directory, spec, outcomes))
     if request.dry_run:
         report.notes += [diff for o in outcomes if (diff := unified_diff(directory, o))]
         report.notes.append("dry run: nothing was written")
@@ -66,6 +71,29 @@ def run(request: UpdateRequest) -> Report:
         write(directory, spec, spec_text, rendered, outcomes)
     report.data.update(files={o.path: o.status for o in outcomes}, dry_run=request.dry_run)
     return report
+
+
+def kernel_text(directory: Path, spec: specmod.Spec, outcomes: list[FileOutcome]) -> str:
+    """The user's kernel file as the update leaves it."""
+    outcome = next((o for o in outcomes if o.path == spec.kernel_file), None)
+    if outcome is not None and outcome.text is not None:
+        return outcome.text
+    return generated.read_text(directory / spec.kernel_file) or ""
+
+
+def launch_changes(spec: specmod.Spec, kernel: str) -> list[str]:
+    """Each launch function in the user's kernel that the entry points now call with other
+    parameters than it takes (counted, as the kernel may leave some unnamed): only the user can
+    change it to match."""
+    if spec.origin is not None:  # a wrapped kernel is called from launch code xlacc writes
+        return []
+    notes = []
+    for call in spec.calls:
+        declared = re.search(rf"\b{call.launch}\s*\(([^()]*)\)", kernel)
+        wanted = call.launch_parameters
+        if declared and len(declared[1].split(",")) != len(wanted.split(",")):
+            notes.append(f"{call.launch}<T>() in {spec.kernel_file} is called with ({wanted}) now: change it to match")
+    return notes
 
 
 def outcome_for(directory: Path, path: str, new: str | None, recorded: str | None, owner: str) -> FileOutcome:

@@ -3,7 +3,9 @@
 The kernel's source is read with the C++/CUDA parser doctor uses (``xlacc.parsers.cxx``). One
 function is wrapped: a ``__global__`` kernel, launched from the generated launch function, or a
 host function (a launcher taking a ``cudaStream_t``, or a CPU function), called from it. Its
-parameters become the op's signature:
+parameters become the op's signature. A file holding both a ``__global__`` kernel and a host function
+that takes a ``cudaStream_t`` and launches every kernel of the file wraps that launcher: it knows the
+grid, which xlacc would only guess.
 
 - ``const T*`` an input, ``T*`` an output (each shaped like the first input unless
   ``--output NAME:like=INPUT``), T from the pointee type or, for ``template <typename T>``, the
@@ -15,12 +17,20 @@ parameters become the op's signature:
 - a ``cudaStream_t`` the call's stream;
 - a struct passed by value: each field by the same rules, filled in before the launch.
 
+A tensor whose dims ``--size`` reads (``INPUT.shape[K]``) must have them: the launch function
+checks its rank before the call, and ``reference.example_inputs`` starts with inputs of that rank.
+
 What cannot be told from the source is asked for with one of those flags, in a one-line error.
-The spec records where the kernel came from (``[from]``), so ``xlacc update`` reads it again.
+The spec records where the kernel came from (``[from]``), so ``xlacc update`` reads it again; it
+refuses, naming what to change in xlacc.toml, when the kernel's parameters no longer match the op
+there (:func:`check_spec`).
 """
 
 from __future__ import annotations
 
+import json
+import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +54,37 @@ STREAM_TYPES = frozenset({"cudaStream_t", "CUstream", "cudaStream_t&"})
 ELEMENT_COUNT = re.compile(r"^(n|size|numel|count|len|length|elements|num_elements|total|total_size|N)$")
 SIZE_EXPRESSION = re.compile(r"^(?:(?P<tensor>[A-Za-z_]\w*)\.(?:(?P<size>size|numel)|shape\[(?P<dim>-?\d)\])|(?P<literal>\d{1,12}))$")
 THREADS = 256
+# The shape of an example input whose dims a --size reads: (rows, 128), (rows, 4, 128)...
+EXAMPLE_LAST_DIM, EXAMPLE_MIDDLE_DIM = 128, 4
 MAX_KERNEL_BYTES = 2_000_000  # parsing takes about 0.5 s and 100 MB a megabyte
+
+
+@dataclass(frozen=True)
+class Asking:
+    """How an error names what the user gives: `xlacc new`'s flags, or, for `xlacc update`, xlacc.toml."""
+
+    source: str
+    kernel: str
+    size: str
+    size_value: str
+    place_integer: str
+
+
+FLAGS = Asking(
+    source="--from {path}",
+    kernel="--kernel {name}",
+    size="--size {name}",
+    size_value="--size {name}={expression}",
+    place_integer="pass --size {name}=INPUT.size (or INPUT.shape[K], or a number), or --attr {name}:{dtype}=VALUE",
+)
+SPEC = Asking(
+    source="{path} ([from] file in xlacc.toml)",
+    kernel='[from] kernel = "{name}" in xlacc.toml',
+    size="[from] sizes.{name} in xlacc.toml",
+    size_value='[from] sizes.{name} = "{expression}" in xlacc.toml',
+    place_integer='add {name} = "INPUT.size" (or "INPUT.shape[K]", or "N") to [from] sizes in xlacc.toml, '
+    'or an [[attrs]] table with name = "{name}" and type = "{dtype}"',
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +109,7 @@ class Wrapped:
     template: bool  # instantiated with the op's element type T
     returns_error: bool  # a host function returning cudaError_t
     arguments: list[Argument] = field(default_factory=list)
+    sizes: dict[str, str] = field(default_factory=dict)  # --size: parameter -> INPUT.size | INPUT.shape[K] | N
 
     def tensors(self, kind: str) -> list[Argument]:
         return [a for a in self._flat() if a.kind == kind]
@@ -85,73 +126,161 @@ class Wrapped:
         size = next((a.value for a in self._flat() if a.kind == "size"), None)
         return size or f"{self.tensors('output')[0].name}.numel()"
 
+    def dims_read(self) -> dict[str, list[tuple[str, int]]]:
+        """Tensor -> (parameter, K) for each ``--size PARAMETER=TENSOR.shape[K]``."""
+        reads: dict[str, list[tuple[str, int]]] = {}
+        for name, expression in self.sizes.items():
+            match = SIZE_EXPRESSION.match(expression)
+            if match and match.group("dim") is not None:
+                reads.setdefault(match.group("tensor"), []).append((name, int(match.group("dim"))))
+        return {tensor: sorted(dims, key=lambda read: (read[1] < 0, read[1])) for tensor, dims in reads.items()}
 
-def read(path: Path, function: str | None, sizes: dict[str, str], attrs: set[str] = frozenset()) -> Wrapped:
+    def rank_checks(self) -> list[tuple[str, int, str]]:
+        """(tensor, the fewest dims it may have, the size that reads the last of them), for the launch to
+        check before the kernel reads a dim the tensor lacks (``dim(K)`` of a smaller tensor is 0)."""
+        checks = []
+        for tensor, reads in self.dims_read().items():
+            name, dim = max(reads, key=lambda read: _rank_needed(read[1]))
+            checks.append((tensor, _rank_needed(dim), f"{name} is {tensor}.shape[{dim}]"))
+        return checks
+
+    def example_shapes(self, spec) -> dict[str, tuple[str, str]]:
+        """Input -> (its shape in reference.example_inputs as Python over `size`, a comment).
+
+        An input whose dims the sizes read (or an output shaped like it does) gets as many dims as
+        they need; every other input is shaped like the one with the most dims, so that the kernel
+        finds as many elements in it as in the inputs xlacc can tell the shape of."""
+        reads = self.dims_read()
+        for output in spec.outputs:
+            if output.like:
+                reads.setdefault(output.like, []).extend(reads.get(output.name, []))
+        inputs = [t.name for t in spec.inputs]
+        ranks = {name: max((_rank_needed(dim) for _, dim in reads.get(name, [])), default=0) for name in inputs}
+        lead = max(inputs, key=lambda name: ranks[name])
+        shapes = {}
+        for name in inputs:
+            if ranks[name]:
+                read = ", ".join(f"{size} = shape[{dim}]" for size, dim in reads[name])
+                shapes[name] = (example_shape(ranks[name]), f"{name}: {read}")
+            elif ranks[lead]:
+                shapes[name] = (example_shape(ranks[lead]), f"{name}: shaped like {lead} (xlacc cannot tell its shape)")
+            else:
+                shapes[name] = (example_shape(1), name)
+        return shapes
+
+
+def _rank_needed(dim: int) -> int:
+    """shape[K] exists for K + 1 dims or more; shape[-K] for K."""
+    return dim + 1 if dim >= 0 else -dim
+
+
+def example_shape(rank: int) -> str:
+    """About `size` elements in `rank` dims, as Python: ``(size,)``, ``(max(1, size // 128), 128)``,
+    ``(max(1, size // 512), 4, 128)``..."""
+    if rank <= 1:
+        return "(size,)"
+    inner = [EXAMPLE_MIDDLE_DIM] * (rank - 2) + [EXAMPLE_LAST_DIM]
+    return f"(max(1, size // {math.prod(inner)}), {', '.join(map(str, inner))})"
+
+
+def read(path: Path, function: str | None, sizes: dict[str, str], attrs: set[str] = frozenset(), asking: Asking = FLAGS) -> Wrapped:
     """Read ``path`` and describe how to wrap ``function`` (the only kernel when None)."""
     from xlacc.parsers import cxx
 
+    where = asking.source.format(path=path)
     try:
         text = paths.read_user_file(path, MAX_KERNEL_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--from {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+        raise UsageError(f"{where}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
     except UsageError as exc:
-        raise UsageError(f"--from {exc}") from None
+        raise UsageError(asking.source.format(path=exc)) from None
     source = cxx.parse(path.name, text)
-    chosen = _choose(source, path, function)
+    chosen = _choose(source, path, function, asking)
     if any(not re.match(r"^(typename|class)\s+\w+$", p) for p in chosen.template_params) or len(chosen.template_params) > 1:
         raise UsageError(
-            f"--from {path}: {chosen.short_name} has template parameters {', '.join(chosen.template_params)}; "
+            f"{where}: {chosen.short_name} has template parameters {', '.join(chosen.template_params)}; "
             "xlacc instantiates one type parameter with the op's element type: wrap an instantiation in a function of yours and name it with --kernel"
         )
     element_type = chosen.template_params[0].split()[-1] if chosen.template_params else None
-    mapper = _Mapper(path, chosen.short_name, source, sizes, element_type, attrs)
+    mapper = _Mapper(where, chosen.short_name, source, sizes, element_type, attrs, asking)
     arguments = [mapper.argument(p) for p in chosen.params]
     if not any(a.kind == "output" for a in (f for a in arguments for f in (a.fields or (a,)))):
-        raise UsageError(f"--from {path}: {chosen.short_name} has no non-const pointer parameter, so no output: its results must go somewhere")
+        raise UsageError(f"{where}: {chosen.short_name} has no non-const pointer parameter, so no output: its results must go somewhere")
     unused = sorted(set(sizes) - mapper.used_sizes)
     if unused:
-        raise UsageError(f"--size {unused[0]}: {chosen.short_name} has no integer parameter of that name")
+        raise UsageError(f"{asking.size.format(name=unused[0])}: {chosen.short_name} has no integer parameter of that name")
     tensors = {a.name for a in (f for a in arguments for f in (a.fields or (a,))) if a.kind in ("input", "output")}
     for name, expression in sizes.items():
         referenced = SIZE_EXPRESSION.match(expression).group("tensor")
         if referenced is not None and referenced not in tensors:
-            raise UsageError(f"--size {name}={expression}: {referenced!r} is not a tensor of {chosen.short_name} ({', '.join(sorted(tensors))})")
+            raise UsageError(
+                f"{asking.size_value.format(name=name, expression=expression)}: {referenced!r} is not a tensor of {chosen.short_name} ({', '.join(sorted(tensors))})"
+            )
     return Wrapped(
         function=chosen.short_name,
         is_kernel=chosen.is_kernel,
         template=element_type is not None,
         returns_error=chosen.return_type.replace("const ", "").strip() in ("cudaError_t", "cudaError"),
         arguments=arguments,
+        sizes=dict(sizes),
     )
 
 
-def _choose(source, path: Path, function: str | None):
-    candidates = source.kernels() or [f for f in source.host_functions() if any(p.is_pointer for p in f.params)]
+def _choose(source, path: Path, function: str | None, asking: Asking = FLAGS):
+    kernels = source.kernels()
+    launchers = [f for f in source.host_functions() if _takes_stream(f) and _launched_by(f, kernels) and _passable(f, source)]
+    candidates = launchers + kernels if kernels else [f for f in source.host_functions() if any(p.is_pointer for p in f.params)]
     if function is not None:
         found = source.function(function)
         if found is None:
             known = ", ".join(f.short_name for f in candidates) or "none"
-            raise UsageError(f"--kernel {function}: no function of that name in {path} (functions it could wrap: {known})")
+            raise UsageError(f"{asking.kernel.format(name=function)}: no function of that name in {path} (functions it could wrap: {known})")
         return found
+    if len(launchers) == 1 and len(_launched_by(launchers[0], kernels)) == len(kernels):
+        return launchers[0]  # the user's own launch of every kernel: its grid, not xlacc's guess
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
-        raise UsageError(f"--from {path}: no __global__ kernel and no function taking pointers to wrap")
+        raise UsageError(f"{asking.source.format(path=path)}: no __global__ kernel and no function taking pointers to wrap")
     names = ", ".join(f.short_name for f in candidates)
-    raise UsageError(f"--from {path}: it defines {len(candidates)} functions it could wrap ({names}); pick one with --kernel NAME")
+    raise UsageError(f"{asking.source.format(path=path)}: it defines {len(candidates)} functions it could wrap ({names}); pick one with --kernel NAME")
+
+
+def _takes_stream(function) -> bool:
+    return any(p.base_type in STREAM_TYPES for p in function.params)
+
+
+def _passable(function, source) -> bool:
+    """Every parameter is of a type xlacc passes: a flat buffer of a known element type, a stream, a
+    number, a struct of the file (not an XLA handler's ``void** buffers`` or ``ffi::Buffer``)."""
+    element = function.template_params[0].split()[-1] if function.template_params else None
+    scalars = INTEGER_TYPES | STREAM_TYPES | set(FLOAT_TYPES) | {element}
+    return all(
+        (p.pointer_depth == 1 and (p.base_type in C_DTYPES or p.base_type == element))
+        if p.is_pointer
+        else (p.base_type in scalars or source.struct(p.base_type) is not None)
+        for p in function.params
+    )
+
+
+def _launched_by(host, kernels) -> list:
+    """The kernels ``host`` launches: with ``<<<...>>>``, or by name in a call (``cudaLaunchKernel(k, ...)``)."""
+    launched = {launch.short_kernel for launch in host.launches}
+    named = {word for call in host.calls for arg in call.args for word in re.findall(r"\w+", arg)}
+    return [k for k in kernels if k.short_name in launched or k.short_name in named]
 
 
 class _Mapper:
     """Turns a parameter (or a struct field) into an argument of the call."""
 
-    def __init__(self, path: Path, function: str, source, sizes: dict[str, str], element_type: str | None, attrs: set[str]):
-        self.path, self.function, self.source = path, function, source
-        self.sizes, self.element_type, self.attrs = sizes, element_type, attrs
+    def __init__(self, where: str, function: str, source, sizes: dict[str, str], element_type: str | None, attrs: set[str], asking: Asking):
+        self.where, self.function, self.source = where, function, source
+        self.sizes, self.element_type, self.attrs, self.asking = sizes, element_type, attrs, asking
         self.used_sizes: set[str] = set()
         self.first_input: str | None = None
 
     def fail(self, name: str, message: str) -> UsageError:
-        return UsageError(f"--from {self.path}: {self.function}'s parameter `{name}` {message}")
+        return UsageError(f"{self.where}: {self.function}'s parameter `{name}` {message}")
 
     def argument(self, param, owner: str = "") -> Argument:
         name = param.name or "unnamed"
@@ -193,26 +322,23 @@ class _Mapper:
     def integer(self, name: str, base: str) -> Argument:
         if name in self.sizes:
             self.used_sizes.add(name)
-            return self.size(name, base, size_expression(self.sizes[name], name))
+            return self.size(name, base, size_expression(self.sizes[name], name, self.asking))
         if name in self.attrs:
             return Argument(name, "attr", base, f"static_cast<{base}>({name})", "i64" if base in WIDE_INTEGERS else "i32")
         if ELEMENT_COUNT.match(name) and self.first_input is not None:
             return self.size(name, base, f"{self.first_input}.numel()")
-        raise self.fail(
-            name,
-            f"is an integer xlacc cannot place: pass --size {name}=INPUT.size (or INPUT.shape[K], or a number), "
-            f"or --attr {name}:{'i64' if base in WIDE_INTEGERS else 'i32'}=VALUE",
-        )
+        dtype = "i64" if base in WIDE_INTEGERS else "i32"
+        raise self.fail(name, f"is an integer xlacc cannot place: {self.asking.place_integer.format(name=name, dtype=dtype)}")
 
     def size(self, name: str, base: str, value: str) -> Argument:
         return Argument(name, "size", base, f"static_cast<{base}>({value})", value=value)
 
 
-def size_expression(text: str, name: str) -> str:
+def size_expression(text: str, name: str, asking: Asking = FLAGS) -> str:
     """``x.size`` / ``x.numel`` -> ``x.numel()``; ``x.shape[1]`` -> ``x.dim(1)``; ``128`` -> ``128``."""
     match = SIZE_EXPRESSION.match(text.strip())
     if not match:
-        raise UsageError(f"--size {name}={text}: use INPUT.size, INPUT.shape[K] or a whole number")
+        raise UsageError(f"{asking.size_value.format(name=name, expression=text)}: use INPUT.size, INPUT.shape[K] or a whole number")
     if match.group("literal"):
         return match.group("literal")
     tensor = match.group("tensor")
@@ -228,3 +354,46 @@ def parse_sizes(values: list[str]) -> dict[str, str]:
         size_expression(expression, name.strip())  # validates
         sizes[name.strip()] = expression.strip()
     return sizes
+
+
+def check_spec(spec) -> None:
+    """`xlacc update`: the wrapped function's parameters must still be the op's tensors and attributes.
+
+    xlacc.toml is the user's, and update rewrites none of it but its record, so a parameter the
+    kernel gained or lost is a one-line error saying what to change there, before anything is
+    written (regenerating would call the kernel with a tensor no entry point receives)."""
+    origin = spec.origin
+    path = Path(os.path.normpath(spec.root / origin.file))
+    wrapped = read(path, origin.function, dict(origin.sizes), {a.name for a in spec.attrs}, SPEC)
+    changes = _tensor_changes(spec, wrapped, "input") + _tensor_changes(spec, wrapped, "output") + _attr_changes(spec, wrapped)
+    if changes:
+        raise UsageError(f"{origin.function} in {origin.file} no longer matches xlacc.toml: {'; '.join(changes)}; then run `xlacc update` again")
+
+
+def _tensor_changes(spec, wrapped: Wrapped, kind: str) -> list[str]:
+    table = f"[[{kind}s]]"
+    declared = {t.name: t for t in (spec.inputs if kind == "input" else spec.outputs)}
+    taken = {a.name: a for a in wrapped.tensors(kind)}
+    changes = []
+    for name, argument in taken.items():
+        dtype = list(spec.op_dtypes) if argument.dtype == "T" else [argument.dtype]
+        if name not in declared:
+            keys = {"name": name, "dtype": dtype[0] if len(dtype) == 1 else dtype} | ({"shape": spec.inputs[0].name} if kind == "output" else {})
+            changes.append(f"it takes an {kind} `{name}`: add a {table} table with {_keys(keys)}")
+        elif argument.dtype != "T" and list(declared[name].dtypes) != dtype:
+            changes.append(f"its {kind} `{name}` holds {argument.dtype} now: set dtype = \"{argument.dtype}\" in its {table} table")
+    changes += [f"it takes no {kind} `{name}` any more: remove its {table} table" for name in declared if name not in taken]
+    return changes
+
+
+def _attr_changes(spec, wrapped: Wrapped) -> list[str]:
+    declared = {a.name for a in spec.attrs}
+    taken = {a.name: a.dtype for a in wrapped.attrs()}
+    changes = [f"it takes a scalar `{name}`: add an [[attrs]] table with {_keys({'name': name, 'type': dtype})}" for name, dtype in taken.items() if name not in declared]
+    return changes + [f"it takes no scalar `{name}` any more: remove its [[attrs]] table" for name in sorted(declared - set(taken))]
+
+
+def _keys(table: dict) -> str:
+    """``name = "x", dtype = "f32" and shape = "y"``: a table's keys in a sentence (JSON strings and lists are TOML's)."""
+    pairs = [f"{key} = {json.dumps(value)}" for key, value in table.items()]
+    return ", ".join(pairs[:-1]) + " and " + pairs[-1]

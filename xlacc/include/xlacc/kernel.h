@@ -91,9 +91,6 @@ inline bool same_shape(const Tensor& a, const Tensor& b) {
 using f16_t = __half;
 using bf16_t = __nv_bfloat16;
 #else
-// 16-bit floats on the host: stored as bits, computed in float (portable across host compilers).
-struct f16_t { uint16_t bits; };
-struct bf16_t { uint16_t bits; };
 // Hand-written because the host compilers xlacc supports disagree on _Float16 and __bf16: IEEE
 // half and bfloat16 conversions with round-to-nearest-even, subnormals and NaN.
 inline float half_to_float(uint16_t h) {
@@ -141,6 +138,21 @@ inline uint16_t float_to_bf16(float v) {
   f += 0x7fffu + ((f >> 16) & 1);  // round to nearest even
   return uint16_t(f >> 16);
 }
+// 16-bit floats on the host: stored as bits, computed in float (portable across host compilers).
+// They convert to and from float implicitly, as CUDA's __half and __nv_bfloat16 do, so a kernel
+// written for those (`(float)x`, `(scalar_t)(y)`, `float v = x;`) compiles for XLA:CPU unchanged.
+struct f16_t {
+  uint16_t bits;
+  f16_t() = default;
+  f16_t(float v) : bits(float_to_half(v)) {}
+  operator float() const { return half_to_float(bits); }
+};
+struct bf16_t {
+  uint16_t bits;
+  bf16_t() = default;
+  bf16_t(float v) : bits(float_to_bf16(v)) {}
+  operator float() const { return bf16_to_float(bits); }
+};
 #endif
 
 // The type arithmetic on T accumulates in (float for 16-bit floats), and the conversions.
@@ -158,8 +170,8 @@ template <> XLACC_HD __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __f
 #else
 template <> inline float to_acc<f16_t>(f16_t v) { return half_to_float(v.bits); }
 template <> inline float to_acc<bf16_t>(bf16_t v) { return bf16_to_float(v.bits); }
-template <> inline f16_t from_acc<f16_t>(float v) { return {float_to_half(v)}; }
-template <> inline bf16_t from_acc<bf16_t>(float v) { return {float_to_bf16(v)}; }
+template <> inline f16_t from_acc<f16_t>(float v) { return f16_t(v); }
+template <> inline bf16_t from_acc<bf16_t>(float v) { return bf16_t(v); }
 #endif
 
 #ifdef __CUDACC__
