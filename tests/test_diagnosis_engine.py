@@ -184,6 +184,24 @@ def test_generated_project_raises_no_error(tmp_path, platform, api):
     assert any(n.startswith("shared object") for n in names)  # not built yet: skipped, named
 
 
+def test_a_project_is_read_with_the_kernel_it_wraps_from_outside_its_folder(tmp_path):
+    """`xlacc new --from` leaves the user's kernel where it is: doctor on the project reads it too."""
+    kernels = tmp_path / "csrc"
+    kernels.mkdir()
+    (kernels / "scale.cu").write_text(
+        "__global__ void scale_kernel(float* out, const float* x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = 2.0f * x[i];\n}\n"
+        "void scale_launch(cudaStream_t stream, float* out, const float* x, int n) {\n"
+        "  scale_kernel<<<(n + 255) / 256, 256>>>(out, x, n);\n}\n"
+    )
+    made = runner.invoke(app, ["new", "scale", "--from", str(kernels / "scale.cu"), "--dir", str(tmp_path / "scale")], obj={"command": []})
+    assert made.exit_code == 0, made.output
+    exit_code, report = doctor_json(str(tmp_path / "scale"))
+    assert exit_code == 1
+    [finding] = [f for f in report["findings"] if f["code"] == "stream-ignored"]
+    assert "scale_launch" in finding["evidence"] and "scale.cu:5" in finding["evidence"]
+
+
 def test_a_directory_with_nothing_to_read_says_so(tmp_path):
     (tmp_path / "picture.png").write_bytes(b"\x89PNG")
     code, report = doctor_json(str(tmp_path))

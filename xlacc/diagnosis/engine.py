@@ -218,6 +218,28 @@ def _gather_directory(directory: Path, gathered: _Inputs) -> None:
     gathered.walks.append((directory, walk))
     for path in walk.files:
         _add_file(path, inputs.kind_of(path), gathered)
+    for spec in gathered.specs:
+        for path in _sources_elsewhere(spec, walk.files):
+            _add_file(path, inputs.kind_of(path), gathered)
+
+
+def _sources_elsewhere(spec, walked: list[Path]) -> list[Path]:
+    """The project's own code outside its folder: a wrapped kernel (``[from]``), `[build] sources`
+    elsewhere. Those that are regular files of a kind doctor reads, each once."""
+    named = list(spec.source_paths) + ([spec.root / spec.origin.file] if spec.origin else [])
+    seen = {path.resolve() for path in walked}
+    found = []
+    for path in named:
+        resolved = path.resolve()
+        if resolved in seen or not resolved.is_file() or inputs.kind_of(resolved) is None:
+            continue
+        try:
+            inputs.require_regular_file(resolved)
+        except UsageError:
+            continue
+        seen.add(resolved)
+        found.append(resolved)
+    return found
     if not walk.files and not gathered.specs and directory not in gathered.dumps:
         gathered.empty.append(directory)
 
