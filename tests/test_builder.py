@@ -133,6 +133,22 @@ def test_second_build_is_cached_and_runs_no_compiler(in_tmp, monkeypatch):
     assert elapsed < 0.3
 
 
+def test_a_source_touched_but_unchanged_is_cached_and_the_library_becomes_newer(in_tmp, monkeypatch):
+    """Doctor and the generated package call a library older than a source stale: a cached build
+    gives it the time of now, and the cache still knows it (the next build verifies nothing again)."""
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    assert builder.run(request(source, symbols=["xk_add"])).code() == 0
+    library = in_tmp / "build" / "libk.so"
+    later = library.stat().st_mtime + 0.001
+    os.utime(source, (later, later))
+    time.sleep(0.01)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}"))
+    assert builder.run(request(source, symbols=["xk_add"])).data["cached"] is True
+    assert library.stat().st_mtime > later
+    monkeypatch.setattr(builder, "verify_library", lambda *a, **k: pytest.fail("verified again"))
+    assert builder.run(request(source, symbols=["xk_add"])).data["cached"] is True
+
+
 def test_cached_cli_build_is_fast_and_imports_no_framework(in_tmp):
     source = write(in_tmp / "k.cc", CPU_SOURCE)
     assert builder.run(request(source)).code() == 0

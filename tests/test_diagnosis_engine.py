@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -200,6 +201,21 @@ def test_a_project_is_read_with_the_kernel_it_wraps_from_outside_its_folder(tmp_
     assert exit_code == 1
     [finding] = [f for f in report["findings"] if f["code"] == "stream-ignored"]
     assert "scale_launch" in finding["evidence"] and "scale.cu:5" in finding["evidence"]
+
+
+def test_a_library_older_than_its_kernel_is_named_by_doctor_and_by_the_package(tmp_path):
+    """An edit without `xlacc build` leaves the old library in place: doctor fails its line, and the
+    generated package warns when it loads it (so the generated tests say it too)."""
+    project = tmp_path / "stale_op"
+    assert runner.invoke(app, ["new", "stale_op", "--platform", "cpu", "--framework", "jax", "--dir", str(project)], obj={"command": []}).exit_code == 0
+    assert runner.invoke(app, ["build", str(project)], obj={"command": []}).exit_code == 0
+    later = (project / "stale_op" / "libstale_op.so").stat().st_mtime + 1
+    os.utime(project / "kernel.cc", (later, later))
+    exit_code, report = doctor_json(str(project))
+    [library] = [c for c in report["checks"] if c["name"].startswith("shared object")]
+    assert exit_code == 1 and library["ok"] is False and "older than kernel.cc" in library["detail"]
+    loaded = subprocess.run([sys.executable, "-W", "error", "-c", "import stale_op; stale_op.library()"], cwd=project, capture_output=True, text=True)
+    assert loaded.returncode == 1 and "libstale_op.so is older than kernel.cc: run `xlacc build`" in loaded.stderr
 
 
 def test_a_directory_with_nothing_to_read_says_so(tmp_path):

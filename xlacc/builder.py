@@ -155,6 +155,7 @@ class Plan:
     key: str
     cache: BuildCache
     checks: list[Check]
+    inputs: tuple[Path, ...]  # the sources and the headers of theirs the key covers
 
 
 # -- entry points -------------------------------------------------------------------------------
@@ -369,6 +370,7 @@ def _build(target: Target, options: Options) -> BuildResult:
     notes = [f"command (in {target.root}): {shlex.join(plan.command)}"] if options.verbose else []
     cached = not options.force and plan.cache.fresh(target.output, plan.key)
     if cached:
+        plan.cache.mark_current(target.output, plan.inputs)
         step = StepResult([Check("compile", True, "up to date (cached; --force rebuilds)")])
     else:
         shared = None if options.force else SharedCache.from_environment()
@@ -498,7 +500,7 @@ def _prepare(target: Target, options: Options) -> Plan:
         checks.append(Check("archs", True, f"{describe_archs(archs, target.ptx)}: {why}"))
     command = compile_command(compiler, target, archs, ffi_dir)
     key = cache_key(inputs, command, compiler, toolchain.ffi_headers_digest(ffi_dir) if ffi_dir else "")
-    return Plan(target, compiler, command, archs, key, cache, checks)
+    return Plan(target, compiler, command, archs, key, cache, checks, tuple(inputs))
 
 
 def gencode_flags(archs: list[str], ptx: bool = True) -> list[str]:
@@ -623,6 +625,19 @@ class BuildCache:
             "command": command,
             "archs": archs,
         }
+
+    def mark_current(self, library: Path, inputs: tuple[Path, ...]) -> None:
+        """A fresh library older than an input (touched, or edited and put back): given the time of
+        now, so that a newer source means a stale library to whoever compares times (doctor, the
+        generated package), and its entry the new stamp."""
+        stamp = _file_stamp(library)
+        if stamp is None or not any((_file_stamp(path) or [0])[0] > stamp[0] for path in inputs):
+            return
+        with contextlib.suppress(OSError):
+            os.utime(library)
+        entry = self.libraries.get(self._name(library))
+        if entry is not None:
+            entry["stamp"] = _file_stamp(library)
 
     def verification(self, library: Path, question: dict) -> list[Check] | None:
         entry = self.libraries.get(self._name(library)) or {}

@@ -137,7 +137,7 @@ def new(
     kernel: Optional[str] = typer.Option(None, "--kernel", metavar="FUNC", help="With --from: the function to wrap when the file has several."),
     sizes: Optional[List[str]] = typer.Option(None, "--size", metavar="NAME=EXPR", help="With --from: an integer parameter, NAME=INPUT.size, NAME=INPUT.shape[K] or NAME=N (repeatable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be written; write nothing."),
-    force: bool = typer.Option(False, "--force", help="Write into an existing non-empty directory (only xlacc's own files)."),
+    force: bool = typer.Option(False, "--force", help="Write into an existing non-empty directory; an edited file it replaces (your kernel too) is first kept under .xlacc/backup/ (`xlacc update` keeps edits)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write a new custom-call project from a template."""

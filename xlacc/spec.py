@@ -508,6 +508,22 @@ class Spec(_Operands):
         return [self.root / s for s in self.compiled_files]
 
     @property
+    def code_files(self) -> tuple[str, ...]:
+        """Every C++/CUDA file the library is built from that the spec names, relative to the project
+        (a wrapped kernel may lie outside it); headers they include are not named."""
+        kernel = (self.kernel_file,) if self.build.kernel else ()
+        wrapped = (self.origin.file,) if self.origin else ()
+        return tuple(dict.fromkeys(kernel + self.compiled_files + wrapped))
+
+    def sources_newer_than_library(self) -> list[str]:
+        """The code files edited after the library was built (none where it is not built)."""
+        try:
+            built = self.library.stat().st_mtime
+        except OSError:
+            return []
+        return [name for name in self.code_files if (self.root / name).is_file() and (self.root / name).stat().st_mtime > built]
+
+    @property
     def library(self) -> Path:
         return self.root / (self.build.output or f"{self.package}/lib{self.name}.so")
 

@@ -210,23 +210,23 @@ def _gather_directory(directory: Path, gathered: _Inputs) -> None:
 
     if hlo_sharding.is_dump(directory):
         gathered.dumps.append(directory)
+    spec = None
     if (directory / spec_module.SPEC_FILE).is_file():
         spec = spec_module.load(directory)
         gathered.specs.append(spec)
         (gathered.libraries if spec.library.is_file() else gathered.unbuilt).append(spec.library)
     walk = inputs.walk(directory)
     gathered.walks.append((directory, walk))
-    for path in walk.files:
+    for path in walk.files + (_sources_elsewhere(spec, walk.files) if spec else []):
         _add_file(path, inputs.kind_of(path), gathered)
-    for spec in gathered.specs:
-        for path in _sources_elsewhere(spec, walk.files):
-            _add_file(path, inputs.kind_of(path), gathered)
+    if not walk.files and not gathered.specs and directory not in gathered.dumps:
+        gathered.empty.append(directory)
 
 
 def _sources_elsewhere(spec, walked: list[Path]) -> list[Path]:
     """The project's own code outside its folder: a wrapped kernel (``[from]``), `[build] sources`
     elsewhere. Those that are regular files of a kind doctor reads, each once."""
-    named = list(spec.source_paths) + ([spec.root / spec.origin.file] if spec.origin else [])
+    named = [spec.root / name for name in spec.code_files]
     seen = {path.resolve() for path in walked}
     found = []
     for path in named:
@@ -240,8 +240,6 @@ def _sources_elsewhere(spec, walked: list[Path]) -> list[Path]:
         seen.add(resolved)
         found.append(resolved)
     return found
-    if not walk.files and not gathered.specs and directory not in gathered.dumps:
-        gathered.empty.append(directory)
 
 
 # -- sections -----------------------------------------------------------------------------------
@@ -313,9 +311,21 @@ def _library_sections(request: DoctorRequest, gathered: _Inputs) -> list[Section
         if specs:
             symbols, symbols_from = list(specs[0].entry_points), "xlacc.toml"
     sections = [Section(f"shared object {p}", "not built yet: run `xlacc build`", skipped=True) for p in gathered.unbuilt if p not in paths]
+    built_from = {spec.library: spec for spec in gathered.specs}
     for path in dict.fromkeys(paths):
-        sections += library.check_library(path, symbols, request.arch, symbols_from)
+        checked = library.check_library(path, symbols, request.arch, symbols_from)
+        if path in built_from and checked:
+            _mark_stale(checked[0], built_from[path])
+        sections += checked
     return sections
+
+
+def _mark_stale(section: Section, spec) -> None:
+    """A project's library older than a source: what runs is not what the source says."""
+    newer = spec.sources_newer_than_library()
+    if newer:
+        section.failed = True
+        section.detail = "; ".join(filter(None, [section.detail, f"older than {', '.join(newer)}, edited since the build: run `xlacc build`"]))
 
 
 def _owning_spec(library: Path):
