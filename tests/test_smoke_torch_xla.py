@@ -111,6 +111,7 @@ def test_op_returning_a_constant_is_optimized_away(tmp_path):
     assert checks(payload)["lowering"]["ok"] is False
     assert "op-optimized-away" in codes(payload)
     assert checks(payload)["operands"]["ok"] is None
+    assert checks(payload)["execution"]["ok"] is None  # nothing lowered: nothing is said to run
 
 
 AUTOGRAD_SCRIPT = """

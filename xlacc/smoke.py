@@ -40,6 +40,10 @@ OUTPUT_TAIL_LINES = 20
 CHILD_ENV = {"PYTHONFAULTHANDLER": "1"}
 # A finding the harness made from what it saw beats the same code guessed from output text.
 CHILD_FINDING_LIKELIHOOD = 0.9
+# The harnesses check jax's registries themselves: where one found what is wrong with the
+# registration, the text rules' guesses at it from the same run's output are noise.
+REGISTRATION_MEASURED = frozenset({"platform-name", "api-version-mismatch", "api-version-invalid", "target-not-registered"})
+REGISTRATION_GUESSES = REGISTRATION_MEASURED | {"ffi-api-skew", "ld-preload"}
 MAX_SIZE = 2**31 - 1  # element counts a kernel indexes with int
 MAX_DEVICES = 64  # 64 host devices shard in 3 s; 100,000 took minutes and gigabytes
 # What each framework's harness imports, and the README's install command for it.
@@ -204,9 +208,11 @@ def run_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest, re
 
 
 def diagnosis(result: ChildResult, how: str, already: set[str]) -> list[Finding]:
-    """The doctor's reading of the child's output, minus codes the harness already reported; a
-    crash is always named, with the step it happened in."""
-    findings = [f for f in diagnose(result) if f.code not in already]
+    """The doctor's reading of the child's output, minus codes the harness already reported, and
+    minus its guesses at registration when the harness measured what went wrong there; a crash is
+    always named, with the step it happened in."""
+    settled = REGISTRATION_GUESSES if already & REGISTRATION_MEASURED else frozenset()
+    findings = [f for f in diagnose(result) if f.code not in already and f.code not in settled]
     if not result.crashed:
         return findings
     crashes = [f for f in findings if f.code == "kernel-crash"]

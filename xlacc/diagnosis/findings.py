@@ -699,6 +699,11 @@ WORDINGS: dict[str, dict[str, Wording]] = {
             "needs has_side_effect=True or XLA removes it as dead code",
             severity="error",
         ),
+        "api-version-invalid": Wording(
+            "register_ffi_target was given an api_version it does not take",
+            "set REGISTER_API_VERSION in NAME/jax.py to jax's own scale: 1 for a typed FFI handler, 0 for a legacy "
+            "entry point (the HLO numbers 2-4 belong to API_VERSION, the call's)",
+        ),
         "no-gpu": Wording(
             "execution needs a GPU",
             "run `xlacc run-smoke` where jax sees an NVIDIA GPU (pip install 'jax[cuda13]') to run numerics and --bench",

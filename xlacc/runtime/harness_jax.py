@@ -32,6 +32,7 @@ LIVE_PLATFORMS = frozenset({"Host", "CUDA", "ROCM"})
 # The platform strings jax.ffi.register_ffi_target maps onto those, by project platform.
 ACCEPTED_PLATFORMS = {"cpu": ("cpu", "Host"), "cuda": ("CUDA", "gpu")}
 REGISTRY_KIND = {"ffi": "typed FFI", "legacy": "legacy"}
+REGISTER_API_VERSIONS = (0, 1)  # jax.ffi.register_ffi_target's scale: 0 legacy, 1 typed FFI
 
 # (severity, title, fix) per code, from the one catalogue.
 FINDINGS: dict[str, tuple[str, str, str]] = wordings("run-smoke jax")
@@ -157,7 +158,12 @@ class JaxHarness(Harness):
                 f"jax queues {platform!r} and XLA never sees the target",
             )
         expected = self.spec.jax_register_api_version
-        if api_version != expected:
+        if api_version not in REGISTER_API_VERSIONS:
+            self.report(
+                "api-version-invalid",
+                f"{call}: jax takes api_version 1 (typed FFI) or 0 (legacy) here; this {self.spec.api} project registers with {expected}",
+            )
+        elif api_version != expected:
             registry = {0: "the legacy registry", 1: "the typed FFI registry"}.get(api_version, f"api_version {api_version}")
             self.report(
                 "api-version-mismatch",
@@ -219,7 +225,8 @@ class JaxHarness(Harness):
                 "compiling the call below proves it"
             )
         where = f" (queued for {', '.join(map(repr, queued))})" if queued else ""
-        self.report("target-not-registered", f"after register(), {target!r} is not in XLA's {platform} registry{where}")
+        if "platform-name" not in self.reported:  # else that is why
+            self.report("target-not-registered", f"after register(), {target!r} is not in XLA's {platform} registry{where}")
         return False, f"{target} is not registered for {platform}{where}"
 
     def handed_to_plugin(self, platform: str, queued: list[str]) -> str | None:

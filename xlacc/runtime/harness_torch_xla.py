@@ -116,9 +116,12 @@ class TorchXlaHarness(Harness):
             return self.finish()
         with self.step("registration"):
             self.check_registration()
+        failed_before = self.failed
         with self.step("lowering"):
             self.check_lowering()
-        if self.has_cuda:
+        if self.failed and not failed_before:
+            self.check("execution", None, "not run: the op did not lower as it should (above)")
+        elif self.has_cuda:
             self.check_numerics()
         else:
             self.run_through_jaxlib()
