@@ -5,7 +5,9 @@ test_diagnosis_hostile.py) test it through their callers; these tests pin what b
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from xlacc.process import run_in_session
@@ -68,3 +70,27 @@ def test_descendants_that_left_the_group_are_stopped_with_it(tmp_path):
     assert ended.returncode == 0 and ended.seconds < 10
     started = [int(pid) for pid in pids.read_text().split()]
     assert len(started) == 2 and not any(_alive(pid) for pid in started)
+
+
+RUNS_A_COMMAND = """
+import sys
+from xlacc.process import run_in_session
+class Sink:
+    def feed(self, chunk): pass
+run_in_session(["sh", "-c", f"echo $$ > {sys.argv[1]}; exec sleep 60"], 60, Sink(), exit_grace=0.5)
+"""
+
+
+def test_the_command_dies_with_xlacc_even_from_sigkill(tmp_path):
+    """A SIGKILL to xlacc (the OOM killer, a CI cancel) runs no cleanup: the kernel ends the command."""
+    pid_file = tmp_path / "pid"
+    xlacc = subprocess.Popen([*python(RUNS_A_COMMAND), str(pid_file)])
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    command = int(pid_file.read_text())
+    xlacc.kill()
+    xlacc.wait()
+    while _alive(command) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(command)

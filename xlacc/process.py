@@ -8,7 +8,8 @@ left behind still holds the output open after a grace period. Then, or at the ti
 Ctrl-C, its whole process group is stopped. The leader stays unreaped until the group is killed,
 so its group id cannot have been reused by then. A process that left the group (``setsid``, a
 daemon's double fork) is still a descendant: this process is made their subreaper, so they are
-reparented here when their parents end, and are stopped with the group.
+reparented here when their parents end, and are stopped with the group. The command itself is
+killed by the kernel if this process dies first (a SIGKILL to xlacc leaves nothing running).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ READ_BYTES = 64 * 1024
 POLL_SECONDS = 0.2
 EXIT_POLL_SECONDS = 0.01  # the output has ended: the exit is a moment away
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>; the standard library has no prctl
+PR_SET_PDEATHSIG = 1
 ESCAPED_SWEEPS = 20  # rounds of stopping escaped descendants: each round may orphan the next generation
 
 
@@ -56,8 +59,12 @@ def run_in_session(
     started = time.monotonic()
     adopts_orphans = _become_subreaper()
     children_before = _children() if adopts_orphans else set()
+    # Between fork and exec only where this process has one thread: with more, a lock another thread
+    # held at the fork could never be released in the child.
+    dies_with_us = _die_with_parent if threading.active_count() == 1 else None
     proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+        start_new_session=True, preexec_fn=dies_with_us,
     )
     timed_out = True
     try:
@@ -122,6 +129,14 @@ def _signal_group(pid: int, sig: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when xlacc ends, however it ends (a SIGKILL to xlacc, the OOM killer)."""
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _become_subreaper() -> bool:
