@@ -185,3 +185,44 @@ def test_arguments_after_a_double_dash_are_refused_where_no_command_is_taken(arg
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "takes nothing after --" in out.stderr and "xlacc doctor" in out.stderr
     assert not (tmp_path / "op").exists()
+
+
+# -- a terminal that is not what xlacc expects ------------------------------------------------------
+
+
+def test_closed_streams_and_an_ascii_console_still_get_answers(tmp_path):
+    """`>&-`, `<&-`, `2>&-` and a console whose encoding has no ✓: the answer, never exit 70."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for closing, args, code in ((">&-", ["doctor", str(tmp_path)], 0), ("<&-", ["doctor", "--log", "-"], 0), ("2>&-", ["build", str(tmp_path / "none")], 2)):
+        line = f'exec "{sys.executable}" -m xlacc {" ".join(args)} {closing}'
+        run = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=60, env=env)
+        assert run.returncode == code, (closing, run.stdout, run.stderr)
+    ascii_console = xlacc("doctor", str(tmp_path), env={"PYTHONIOENCODING": "ascii"})
+    assert ascii_console.returncode == 0 and "directory" in ascii_console.stdout
+
+
+@pytest.mark.parametrize("columns, kept", [("0", False), ("-5", False), ("abc", False), ("10", False), ("100", True)])
+def test_a_width_that_is_no_terminal_width_is_left_to_the_terminal(monkeypatch, columns, kept):
+    """On a terminal rich printed nothing at all, errors included, for COLUMNS=0."""
+    from xlacc import cli
+
+    monkeypatch.setenv("COLUMNS", columns)
+    cli._usable_terminal()
+    assert (os.environ.get("COLUMNS") == columns) is kept
+
+
+def test_what_the_system_refuses_is_one_line_and_exit_2(tmp_path):
+    too_long = xlacc("new", "op", "--platform", "cpu", "--dir", str(tmp_path / ("n" * 256)))
+    assert too_long.returncode == 2 and too_long.stderr.strip().startswith("error: File name too long")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    in_gone = subprocess.run(
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m xlacc build "{tmp_path}"'],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert in_gone.returncode == 2 and "the current directory no longer exists" in in_gone.stderr
+
+
+def test_json_output_holds_the_error_of_a_usage_error(tmp_path):
+    run = xlacc("build", str(tmp_path / "none"), "--json")
+    assert run.returncode == 2 and json.loads(run.stdout) == {"exit_code": 2, "error": f"{tmp_path / 'none'}: no such file or directory"}

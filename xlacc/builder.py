@@ -4,6 +4,10 @@ One path for both: a :class:`Target` says what to compile; :func:`_prepare` find
 the archs and the command and hashes the inputs; a fresh cache skips the compiler; otherwise the
 compiler writes a temporary file that replaces the library only on success; then the library's
 entry points and GPU code are checked.
+
+The compiler runs in a session of its own (:mod:`xlacc.process`): at the timeout, on Ctrl-C, or
+once it has exited (a wrapper may leave a server holding its output), it is stopped with
+everything it started, and only a bounded head and tail of its output is kept.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import hashlib
 import json
 import os
 import re
+import math
 import shlex
 import shutil
-import subprocess
+import stat
 import sys
 import time
 from contextlib import contextmanager
@@ -39,6 +44,19 @@ SHARED_CACHE_ENV = "XLACC_CACHE_DIR"
 SOURCE_PLATFORMS = {".cu": "cuda", ".cc": "cpu", ".cpp": "cpu", ".cxx": "cpu"}
 NO_LIBRARY_WRITTEN = "it exited 0 but wrote no shared library (the library there, if any, is kept)"
 MAX_SOURCE_BYTES = 64_000_000  # a source or header read for the cache key
+MAX_CACHE_FILE_BYTES = 16_000_000  # .xlacc-cache.json, a KEY.log: larger is no cache, not an error
+
+DEFAULT_TIMEOUT_S = 600.0  # --timeout: a paged-attention build for two archs takes 20-30 s on 16 cores
+COMPILER_EXIT_GRACE_S = 1.0  # after the compiler exits, how long what it left behind may hold its output
+COMPILER_TERM_GRACE_S = 2.0  # between SIGTERM and SIGKILL when it is stopped: nvcc removes its temporaries
+COMPILER_HEAD_BYTES = 256 * 1024  # of its output: the first errors...
+COMPILER_TAIL_BYTES = 256 * 1024  # ...and the last (the link, the count of errors)
+# The compiler could not write (a folder it may not write to, a full disk): not the sources' fault.
+WRITE_FAILURE = re.compile(
+    r"^.*(?:cannot open output file|could not open output file|error writing to|"
+    r"No space left on device|Disk quota exceeded|Read-only file system|File too large).*$",
+    re.MULTILINE | re.IGNORECASE,
+)
 
 NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
 NVCC_HIDE_SYMBOLS = ("-Xcompiler", "-fvisibility=hidden")
@@ -91,6 +109,7 @@ class BuildRequest:
     include_dirs: list[Path] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    timeout: float = DEFAULT_TIMEOUT_S  # seconds the compiler may run
 
 
 @dataclass
@@ -144,6 +163,7 @@ class Options:
     ffi_include: Path | None = None
     verbose: bool = False
     show_progress: bool = False
+    timeout: float = DEFAULT_TIMEOUT_S
 
 
 @dataclass
@@ -163,8 +183,9 @@ class Plan:
 
 def run(request: BuildRequest) -> Report:
     """The CLI entry: a project directory builds from its spec; kernel files with the same flags."""
+    timeout = _check_timeout(request.timeout)
     target = _request_target(request)
-    options = Options(request.force, request.nvcc, request.ffi_include, request.verbose, request.show_progress)
+    options = Options(request.force, request.nvcc, request.ffi_include, request.verbose, request.show_progress, timeout)
     result = _build(target, options)
     return Report(
         title=f"xlacc build {target.title}",
@@ -189,9 +210,17 @@ def build_spec(
     ffi_include: Path | None = None,
     verbose: bool = False,
     show_progress: bool = False,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> BuildResult:
     """Build a project's library (unless the cache is fresh) and verify it."""
-    return _build(_spec_target(spec, archs=archs), Options(force, nvcc, ffi_include, verbose, show_progress))
+    options = Options(force, nvcc, ffi_include, verbose, show_progress, _check_timeout(timeout))
+    return _build(_spec_target(spec, archs=archs), options)
+
+
+def _check_timeout(timeout: float) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
 
 
 def _wrapped_kernel_drift(spec: Spec) -> str | None:
@@ -231,9 +260,11 @@ def _spec_target(
             raise UsageError(f"{source}: no such file (a source of {root / spec_mod.SPEC_FILE}{_regenerate_hint(spec, source)})")
     if output is not None:  # -o: inside the project or where the user is
         library = paths.library_output(output, roots=(root, Path.cwd()), sources=sources + (kernel,), origin=f"-o {str(output)!r}")
-    else:
-        origin = f"{spec.root / spec_mod.SPEC_FILE}: [build.output] {spec.build.output!r}" if spec.build.output else str(spec.library)
+    elif spec.build.output:
+        origin = f"{spec.root / spec_mod.SPEC_FILE}: [build.output] {spec.build.output!r}"
         library = paths.library_output(spec.library, roots=(root,), sources=sources + (kernel,), origin=origin)
+    else:
+        library = _default_output(spec.library, roots=(root,), sources=sources + (kernel,))
     paths.check_directory(root / "build", f"{root / 'build'} (xlacc's build cache)")
     explicit = archs is not None and len(archs) > 0
     changes = spec.signature_changes()
@@ -265,12 +296,40 @@ def _regenerate_hint(spec: Spec, source: Path) -> str:
     return "; `xlacc update` writes it again" if source == generated_file else ""
 
 
+def _default_output(library: Path, *, roots: tuple[Path, ...], sources: tuple[Path, ...]) -> Path:
+    """The library at the path xlacc chose (no ``-o``, no ``[build] output``): what stands there
+    and is not a shared library (empty, cut short by a crash) is xlacc's own leftover, and the build
+    replaces it. At a path the user chose, :func:`paths.library_output` refuses such a file."""
+    if library.is_symlink() or not library.is_file() or paths.is_shared_library(library):
+        return paths.library_output(library, roots=roots, sources=sources, origin=str(library))
+    leftover = paths.resolve_inside(library, roots, str(library))
+    if any(paths.real(source) == leftover for source in sources):
+        return paths.library_output(library, roots=roots, sources=sources, origin=str(library))
+    paths.check_directory(leftover.parent, str(library))
+    return leftover
+
+
+def _check_request(request: BuildRequest) -> None:
+    """Flags given a value that names nothing are refused, not read as their default."""
+    if request.output is not None and str(request.output) == "-":
+        raise UsageError("--library -: xlacc writes the library to a file, not to stdout; name one such as build/libNAME.so")
+    if request.archs is not None and not request.archs.strip():
+        raise UsageError("--arch takes GPU archs such as sm_80,sm_90; got an empty value")
+    if any(not value.replace(",", "").strip() for value in request.symbols):
+        raise UsageError("--symbol takes the name of an entry point to verify; got an empty value")
+
+
+def _request_symbols(values: list[str]) -> tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
 def _request_target(request: BuildRequest) -> Target:
+    _check_request(request)
     given = [Path(p) for p in request.paths] or [Path(".")]
     for path in given:
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
-    requested_archs = spec_mod.parse_archs(request.archs) if request.archs else None
+    requested_archs = spec_mod.parse_archs(request.archs) if request.archs is not None else None
     directories = [p for p in given if p.is_dir()]
     if directories:
         if len(given) > 1:
@@ -279,7 +338,7 @@ def _request_target(request: BuildRequest) -> Target:
         if request.include_dirs or request.defines or request.flags:
             raise UsageError("-I, -D and --flag are for kernel files; a project takes them from [build] in its xlacc.toml")
         _check_project_platform(project, request.platform)
-        return _spec_target(project, archs=requested_archs, output=request.output, symbols=tuple(request.symbols), ptx=not request.no_ptx)
+        return _spec_target(project, archs=requested_archs, output=request.output, symbols=_request_symbols(request.symbols), ptx=not request.no_ptx)
     return _files_target(given, request, requested_archs)
 
 
@@ -301,12 +360,11 @@ def _files_target(files: list[Path], request: BuildRequest, archs: tuple[str, ..
     platform = _files_platform(files, request.platform)
     sources = tuple(p.resolve() for p in files)
     default = sources[0].parent / "build" / f"lib{sources[0].stem}.so"
-    output = paths.library_output(
-        request.output or default,
-        roots=(Path.cwd(), *dict.fromkeys(s.parent for s in sources)),
-        sources=sources,
-        origin=f"-o {str(request.output)!r}" if request.output else str(default),
-    )
+    roots = (Path.cwd(), *dict.fromkeys(s.parent for s in sources))
+    if request.output is not None:
+        output = paths.library_output(request.output, roots=roots, sources=sources, origin=f"-o {str(request.output)!r}")
+    else:
+        output = _default_output(default, roots=roots, sources=sources)
     for flag in request.flags:
         problem = spec_mod.flag_problem(flag)
         if problem is not None:
@@ -318,7 +376,7 @@ def _files_target(files: list[Path], request: BuildRequest, archs: tuple[str, ..
         output=output,
         cache_file=output.parent / CACHE_FILE,
         platform=platform,
-        entry_points=tuple(dict.fromkeys(request.symbols)) or None,  # None: the ones found in the sources
+        entry_points=tuple(dict.fromkeys(_request_symbols(request.symbols))) or None,  # None: the ones found in the sources
         hide_symbols=False,  # the user's own files did not opt in to hidden visibility
         always_ffi=False,
         archs=archs or (),
@@ -443,6 +501,9 @@ def _compile_step(plan: Plan, options: Options) -> StepResult:
     shown = options.verbose and outcome.output.strip()
     notes = [f"{plan.compiler.kind} output:\n{outcome.output.rstrip()}"] if shown else []
     if not outcome.ok:
+        not_rejected = _not_the_sources(plan, outcome, options.timeout)
+        if not_rejected is not None:
+            return StepResult([Check("compile", False, not_rejected)], [], notes)
         failure = _compile_failure_check(plan, outcome, messages)
         findings = [_compile_error_finding(plan, messages, outcome.output)] + _link_diagnoses(plan, outcome.output)
         return StepResult([failure], findings, notes)
@@ -600,10 +661,11 @@ class BuildCache:
 
     @classmethod
     def load(cls, path: Path) -> BuildCache:
+        """The cache in ``path``; an empty one when it cannot be read (missing, damaged, not a
+        regular file, oversized): that only costs a compile."""
         try:
-            text = path.read_text(encoding="utf-8")
-            raw = json.loads(text)
-        except (OSError, ValueError):
+            raw = json.loads(paths.read_user_file(path, MAX_CACHE_FILE_BYTES))
+        except (OSError, ValueError, UsageError):
             return cls(path)
         if not isinstance(raw, dict) or raw.get("format") != CACHE_FORMAT:
             return cls(path)
@@ -684,17 +746,35 @@ class SharedCache:
         return cls(Path(folder).expanduser()) if folder else None
 
     def copy(self, key: str, library: Path) -> str | None:
-        """Put the stored library at ``library``; its compiler output, or None if none is stored."""
+        """Put the stored library at ``library``; its compiler output, or None if none is stored.
+        A damaged entry (a log that is no regular file or too large, a stored file that is no
+        shared library) is dropped, and never replaces the library there."""
+        try:
+            output = paths.read_user_file(self.folder / f"{key}.log", MAX_CACHE_FILE_BYTES).decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+        except (OSError, UsageError):
+            return self._drop(key)
+        paths.make_directory(library.parent)
         temporary = temporary_output(library)
         try:
-            output = (self.folder / f"{key}.log").read_text(encoding="utf-8", errors="replace")
-            paths.make_directory(library.parent)
-            shutil.copyfile(self.folder / f"{key}.so", temporary)
+            stored = self.folder / f"{key}.so"
+            if not stat.S_ISREG(os.stat(stored).st_mode):
+                return self._drop(key)
+            shutil.copyfile(stored, temporary)
+            if _not_a_library(temporary) is not None:
+                return self._drop(key)
             os.replace(temporary, library)
         except OSError:
-            temporary.unlink(missing_ok=True)
             return None
+        finally:
+            temporary.unlink(missing_ok=True)
         return output
+
+    def _drop(self, key: str) -> None:
+        for name in (f"{key}.log", f"{key}.so"):  # the log first: it marks the pair whole
+            with contextlib.suppress(OSError):
+                (self.folder / name).unlink()
 
     def store(self, key: str, library: Path, compiler_output: str) -> None:
         """Keep a copy; a cache that cannot be written only costs a later build its compile."""
@@ -720,9 +800,14 @@ class SharedCache:
 @dataclass(frozen=True)
 class CompileOutcome:
     ok: bool
-    returncode: int
+    returncode: int | None  # None: stopped at the timeout
     output: str
     seconds: float
+    not_a_library: str = ""  # it exited 0, and this says what it wrote instead of a library
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
 
 
 def temporary_output(library: Path) -> Path:
@@ -750,27 +835,52 @@ def _process_alive(pid: int) -> bool:
 
 def _compile(plan: Plan, options: Options) -> CompileOutcome:
     """Run the compiler into a temporary file; replace the library only when it succeeded."""
+    from xlacc.process import run_in_session
+    from xlacc.runtime.runner import BoundedOutput
+
     library = plan.target.output
     paths.make_directory(library.parent)
     temporary = temporary_output(library)
     command = plan.command[:-1] + [str(temporary)]
+    output = BoundedOutput(COMPILER_HEAD_BYTES, COMPILER_TAIL_BYTES)
     started = time.perf_counter()
     try:
         with _progress(f"compiling {plan.target.title} with {plan.compiler.kind}", options.show_progress):
-            done = subprocess.run(
-                command, cwd=plan.target.root, capture_output=True, text=True, errors="replace"
+            ended = run_in_session(
+                command, options.timeout, output, cwd=plan.target.root, exit_grace=COMPILER_EXIT_GRACE_S, term_grace=COMPILER_TERM_GRACE_S
             )
-        output = done.stdout + done.stderr
-        ok = done.returncode == 0 and paths.is_shared_library(temporary)
-        if done.returncode == 0 and not ok:
-            output += f"\n{NO_LIBRARY_WRITTEN}"
-        if ok:
+        text = output.text().replace(str(temporary), paths.shown(library, plan.target.root))
+        problem = _not_a_library(temporary) if ended.returncode == 0 else None
+        wrote = _wrote_no_library(problem) if problem is not None else ""
+        if problem is None and ended.returncode == 0:
             os.replace(temporary, library)
-        return CompileOutcome(ok, done.returncode, output, time.perf_counter() - started)
+        ok = ended.returncode == 0 and problem is None
+        return CompileOutcome(ok, ended.returncode, text + (f"\n{wrote}" if wrote else ""), time.perf_counter() - started, wrote)
     except OSError as exc:
         return CompileOutcome(False, -1, f"{plan.compiler.path}: {exc.strerror or exc}", time.perf_counter() - started)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _not_a_library(path: Path) -> str | None:
+    """Why the file a compiler (or the shared cache) wrote is not a shared library xlacc may put in
+    place, "" when there is no file; None when it is one (one built for another machine too:
+    verification says so)."""
+    from xlacc import elf
+
+    try:
+        elf.read_shared_object(path)
+    except elf.ElfError as exc:
+        if exc.kind == "wrong-machine":
+            return None
+        return "" if exc.kind == "not-found" else str(exc).removeprefix(f"{path}: ")
+    return None
+
+
+def _wrote_no_library(problem: str) -> str:
+    if not problem:
+        return NO_LIBRARY_WRITTEN
+    return f"it exited 0 but the file it wrote is not a shared library ({problem}); the library there, if any, is kept"
 
 
 @contextmanager
@@ -829,12 +939,24 @@ def compiler_messages(output: str) -> CompilerMessages:
     )
 
 
+def _not_the_sources(plan: Plan, outcome: CompileOutcome, timeout: float) -> str | None:
+    """Why a compile failed, in one line, when the sources are not the cause: the compiler ran past
+    the timeout, exited 0 without writing a library, or could not write (permissions, a full disk)."""
+    compiler = f"{plan.compiler.kind} ({shlex.join(plan.compiler.argv)})"
+    if outcome.timed_out:
+        return f"{compiler} did not finish in {timeout:g} s: xlacc stopped it and everything it started (--timeout SECONDS allows longer)"
+    if outcome.not_a_library:
+        return f"{plan.compiler.kind} failed: {outcome.not_a_library}"
+    unwritable = WRITE_FAILURE.search(outcome.output)
+    if unwritable is not None:
+        return f"{plan.compiler.kind} could not write the library, not a compile error: {unwritable.group(0).strip()}"
+    return None
+
+
 def _compile_failure_check(plan: Plan, outcome: CompileOutcome, messages: CompilerMessages) -> Check:
     count = len(messages.errors)
     if messages.errors:
         first = messages.errors[0].splitlines()[0]
-    elif outcome.returncode == 0:
-        first = NO_LIBRARY_WRITTEN
     else:
         first = f"exit status {outcome.returncode}"
     more = f" (and {count - 1} more)" if count > 1 else ""

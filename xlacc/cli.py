@@ -6,6 +6,7 @@ every option that takes a value names it with ``metavar`` as the user types it (
 first docstring line is its one-line summary; the README's synopsis of a command lists every flag.
 """
 
+import json
 import os
 import signal
 import sys
@@ -32,6 +33,7 @@ EXIT_CODES_HELP = (
     "3 it needs hardware this machine lacks (run-smoke: a GPU); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM); "
     "70 a bug in xlacc itself."
 )
+MIN_COLUMNS = 20  # a narrower COLUMNS (0 printed nothing at all) is taken for a mistake
 # Commands that take a command line after `--` (run, not parsed), and how their usage shows it.
 TRAILING_COMMAND = {"doctor": "[-- COMMAND ...]"}
 
@@ -64,7 +66,7 @@ class Command(TyperCommand):
 
 app = typer.Typer(
     name="xlacc",
-    help="From a CUDA kernel to a working, fast XLA custom call for JAX and torch_xla.",
+    help="From a CUDA kernel to a working, fast XLA custom call for JAX and PyTorch (torchax, torch_xla).",
     epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
@@ -306,12 +308,28 @@ def _cli_error_type() -> type[Exception]:
 def main() -> None:
     """Entry point: a user-fixable problem is one line on stderr and an exit code, never a traceback."""
     signal.signal(signal.SIGTERM, _terminated)
+    _usable_terminal()
     try:
         code = run(sys.argv[1:])
     except BrokenPipeError:  # the reader left (`xlacc ... | head`): stop quietly, as typer does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_PROBLEM
     sys.exit(code)
+
+
+def _usable_terminal() -> None:
+    """A closed stdin, stdout or stderr (`>&-`) reads and writes nothing; a console whose encoding
+    lacks ✓ gets a stand-in; a COLUMNS that is no usable width (0, -5, abc) is left to the terminal."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="replace")
+        except (AttributeError, ValueError):  # not a text stream of the io module
+            pass
+    if not os.environ.get("COLUMNS", "80").strip().isdigit() or int(os.environ.get("COLUMNS", "80")) < MIN_COLUMNS:
+        os.environ.pop("COLUMNS", None)
 
 
 def _terminated(signum: int, frame) -> None:
@@ -327,28 +345,40 @@ def run(argv: list[str]) -> int:
         argv, command = argv[:cut], argv[cut + 1 :]
     cli_error = _cli_error_type()
     try:
+        os.getcwd()
+    except OSError:
+        return _failed("the current directory no longer exists: cd to one that does", EXIT_USAGE, argv)
+    try:
         # Without standalone mode typer returns a command's exit code instead of exiting.
         code = app(args=argv, standalone_mode=False, prog_name="xlacc", obj={"command": command})
     except typer.Exit as exc:
         return exc.exit_code
     except XlaccError as exc:
-        error_line(str(exc))
-        return exc.exit_code
+        return _failed(str(exc), exc.exit_code, argv)
     except (KeyboardInterrupt, typer.Abort):
         code = EXIT_INTERRUPTED
     except cli_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `xlacc`: the help is the answer
             print(exc.format_message())
             return EXIT_OK
-        error_line(exc.format_message())
-        return EXIT_USAGE
+        return _failed(exc.format_message(), EXIT_USAGE, argv)
     except BrokenPipeError:
         raise
+    except OSError as exc:  # the system refused (a name too long, no space left...): not xlacc's bug
+        where = f": {exc.filename}" if exc.filename else ""
+        return _failed(f"{exc.strerror or exc}{where}", EXIT_USAGE, argv)
     except Exception as exc:  # a bug in xlacc itself: one line, the traceback on request
         if os.environ.get("XLACC_DEBUG"):
             raise
-        error_line(f"internal error: {type(exc).__name__}: {exc} (set XLACC_DEBUG=1 for the traceback)")
-        return EXIT_INTERNAL
+        return _failed(f"internal error: {type(exc).__name__}: {exc} (set XLACC_DEBUG=1 for the traceback)", EXIT_INTERNAL, argv)
     if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C in a command into this code, silently
         error_line("interrupted")
     return code if isinstance(code, int) else EXIT_OK
+
+
+def _failed(message: str, code: int, argv: list[str]) -> int:
+    """The error line on stderr; with --json, stdout still holds a JSON object a script can read."""
+    error_line(message)
+    if "--json" in argv:
+        sys.stdout.write(json.dumps({"exit_code": code, "error": message.strip()}) + "\n")
+    return code

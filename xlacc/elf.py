@@ -93,6 +93,7 @@ MULTIARCH_TRIPLETS = {
 }
 STANDARD_LIBRARY_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib")
 LDCONFIG_CANDIDATES = ("/sbin/ldconfig", "/usr/sbin/ldconfig", "/sbin/ldconfig.real")
+LDCONFIG_OUTPUT_BYTES = 32_000_000  # `ldconfig -p` lists every library of the system: a few MB at most
 
 
 class ElfError(XlaccError):
@@ -531,11 +532,10 @@ def _ldconfig_names() -> frozenset[str]:
     )
     if tool is None:
         return frozenset()
-    try:
-        result = subprocess.run([tool, "-p"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return frozenset()
-    return frozenset(_parse_ldconfig(result.stdout))
+    from xlacc.toolchain import probe
+
+    answer = probe([tool, "-p"], limit=LDCONFIG_OUTPUT_BYTES)  # one that hangs or fails lists nothing
+    return frozenset(_parse_ldconfig(answer.output)) if answer.problem is None else frozenset()
 
 
 def _parse_ldconfig(output: str) -> Iterable[str]:

@@ -69,18 +69,36 @@ def recorded_files(directory: Path) -> dict[str, str]:
         return {}
 
 
-def read_text(path: Path) -> str | None:
+class NotText(UsageError):
+    """A project file that is not UTF-8 text: never xlacc's, and never rewritten from a decoding
+    that would lose its bytes."""
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """A project file's bytes; None when it does not exist (UsageError: not a regular file, too large)."""
     from xlacc import paths
 
     try:
-        return paths.read_user_file(path, MAX_PROJECT_FILE_BYTES).decode("utf-8")
+        return paths.read_user_file(path, MAX_PROJECT_FILE_BYTES)
     except FileNotFoundError:
         return None
-    except UnicodeDecodeError:
-        return ""  # not text xlacc wrote: treated as the user's
 
 
-CONFLICT_MARKER = re.compile(r"^<<<<<<< yours$", re.MULTILINE)  # what `xlacc update` leaves where a merge conflicts
+def read_text(path: Path) -> str | None:
+    """A project file's text; None when it does not exist; NotText when it is not UTF-8."""
+    data = read_bytes(path)
+    return None if data is None else decoded(path, data)
+
+
+def decoded(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise NotText(f"{path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})") from None
+
+
+CONFLICT_MARKER = re.compile(r"^<<<<<<< yours\r?$", re.MULTILINE)  # what `xlacc update` leaves where a merge conflicts
 
 
 def conflict_markers(spec: specmod.Spec) -> list[str]:
@@ -89,7 +107,7 @@ def conflict_markers(spec: specmod.Spec) -> list[str]:
     for path in sorted(spec.generated.files) if spec.generated else []:
         try:
             text = read_text(spec.root / path) or ""
-        except UsageError:  # no longer a regular file, or too large: not one xlacc wrote
+        except UsageError:  # not text, no longer a regular file, or too large: not one xlacc wrote
             continue
         marker = CONFLICT_MARKER.search(text)
         if marker:
@@ -117,7 +135,7 @@ class Action:
 class Plan:
     writes: dict[str, str] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
-    backups: dict[str, str] = field(default_factory=dict)  # project path -> text kept
+    backups: dict[str, bytes] = field(default_factory=dict)  # project path -> the user's file, byte for byte
     backup_dir: str = ""
 
     def backups_json(self) -> dict[str, str]:
@@ -125,7 +143,7 @@ class Plan:
 
 
 def plan_new(directory: Path, files: dict[str, str], force: bool) -> Plan:
-    """Decide, before writing anything, what ``xlacc new`` writes and which of the user's texts it
+    """Decide, before writing anything, what ``xlacc new`` writes and which of the user's files it
     must back up. Refuses a non-empty directory without ``force``."""
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{directory} exists and is not a directory; nothing was written")
@@ -137,21 +155,30 @@ def plan_new(directory: Path, files: dict[str, str], force: bool) -> Plan:
     plan = Plan(backup_dir=_new_backup_dir(directory))
     for path, text in files.items():
         check_writable(directory, path)
-        current = read_text(directory / path)
-        if current is None:
-            kind = "new"
-        elif current == text:
-            kind = "unchanged"
-        elif recorded.get(path) == file_digest(path, current):
-            kind = "replace"
-        else:
-            kind = "backup"
+        current = read_bytes(directory / path)
+        kind = _new_action(path, current, text, recorded.get(path))
+        if kind == "backup":
             plan.backups[path] = current
         plan.actions[path] = Action(kind)
         plan.writes[path] = text
     for path, text in files.items():
         plan.writes[f"{BASE_DIR}/{path}"] = without_record(text) if path == specmod.SPEC_FILE else text
     return plan
+
+
+def _new_action(path: str, current: bytes | None, text: str, recorded: str | None) -> str:
+    """What ``xlacc new`` does to a file that holds ``current``: a file that is not UTF-8 is not
+    xlacc's, so it is backed up."""
+    if current is None:
+        return "new"
+    if current == text.encode("utf-8"):
+        return "unchanged"
+    try:
+        if recorded == file_digest(path, current.decode("utf-8")):
+            return "replace"
+    except UnicodeDecodeError:
+        pass
+    return "backup"
 
 
 def _new_backup_dir(directory: Path) -> str:
@@ -163,7 +190,7 @@ def _new_backup_dir(directory: Path) -> str:
 
 def apply(directory: Path, plan: Plan) -> None:
     """Back up, then write everything, all or nothing."""
-    writes = {f"{plan.backup_dir}/{path}": text for path, text in plan.backups.items()}
+    writes: dict[str, str | bytes] = {f"{plan.backup_dir}/{path}": data for path, data in plan.backups.items()}
     writes.update(plan.writes)
     write_all(directory, writes)
 
@@ -178,10 +205,22 @@ def check_writable(directory: Path, relative: str) -> Path:
     return paths.target_path(directory, relative)
 
 
-def write_all(directory: Path, files: dict[str, str]) -> None:
-    """All or nothing (xlacc.paths.write_all); a file that already holds its text is left alone."""
+def write_all(directory: Path, files: dict[str, str | bytes]) -> None:
+    """All or nothing (xlacc.paths.write_all); a file that already holds its text is left alone.
+    What an earlier, killed write of these files left beside them goes first."""
     from xlacc import paths
 
-    changed = {relative: text for relative, text in files.items() if read_text(directory / relative) != text}
+    paths.clear_leftovers(directory, [*files, *_backed_up(directory, files)])
+    changed = {relative: data for relative, data in files.items() if read_bytes(directory / relative) != _encoded(data)}
     if changed:
         paths.write_all(directory, changed)
+
+
+def _backed_up(directory: Path, files: dict[str, str | bytes]) -> list[str]:
+    """Where earlier runs of ``xlacc new --force`` kept these files."""
+    folders = sorted(p for p in (directory / BACKUP_DIR).glob("*") if p.is_dir() and not p.is_symlink())
+    return [f"{BACKUP_DIR}/{folder.name}/{path}" for folder in folders for path in files if not path.startswith(".xlacc/")]
+
+
+def _encoded(data: str | bytes) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else data

@@ -9,10 +9,13 @@ build writes), never a file the user wrote.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
+import signal
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from xlacc.errors import UsageError
@@ -42,16 +45,23 @@ def read_user_file(path: Path, limit: int) -> bytes:
         raise
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        _check_readable(path, os.fstat(fd), limit)  # before fdopen, which refuses a directory with an OSError
+    except BaseException:
+        os.close(fd)
+        raise
     with os.fdopen(fd, "rb") as stream:
-        status = os.fstat(fd)
-        if stat.S_ISDIR(status.st_mode):
-            raise UsageError(f"{path} is a directory, not a file")
-        if not stat.S_ISREG(status.st_mode):
-            raise UsageError(f"{path}: {special_kind(status.st_mode) or 'an unusual file'}, not a regular file")
-        if status.st_size > limit:
-            raise UsageError(f"{path}: {status.st_size / 1e6:.1f} MB, more than the {limit / 1e6:.0f} MB xlacc reads of such a file")
         os.set_blocking(fd, True)
         return stream.read(limit + 1)[:limit]
+
+
+def _check_readable(path: Path, status: os.stat_result, limit: int) -> None:
+    if stat.S_ISDIR(status.st_mode):
+        raise UsageError(f"{path} is a directory, not a file")
+    if not stat.S_ISREG(status.st_mode):
+        raise UsageError(f"{path}: {special_kind(status.st_mode) or 'an unusual file'}, not a regular file")
+    if status.st_size > limit:
+        raise UsageError(f"{path}: {status.st_size / 1e6:.1f} MB, more than the {limit / 1e6:.0f} MB xlacc reads of such a file")
 
 
 # -- checks ------------------------------------------------------------------------------------
@@ -158,7 +168,9 @@ def write_all(root: Path, files: Mapping[str, bytes | str]) -> None:
     Each file goes to a temporary name beside its target; only when all are written are they
     renamed into place. A failure (or Ctrl-C) puts back what had been replaced, removes the
     temporaries and the directories made for them, and raises UsageError (KeyboardInterrupt is
-    re-raised). New files get the mode the umask allows; a replaced file keeps its mode.
+    re-raised). SIGINT and SIGTERM wait while the files are renamed or put back: one that came
+    meanwhile puts everything back, then interrupts. New files get the mode the umask allows; a
+    replaced file keeps its mode.
     """
     targets = {target_path(root, relative): _as_bytes(data) for relative, data in files.items()}
     made: list[Path] = []
@@ -170,19 +182,44 @@ def write_all(root: Path, files: Mapping[str, bytes | str]) -> None:
         for target, data in targets.items():
             made += _make_parents(target.parent)
             temporaries[target] = _write_temporary(target, data)
-        for target in targets:
-            if target.exists():
-                backups[target] = _backup(target)
-        for target, temporary in temporaries.items():
-            os.replace(temporary, target)
-            renamed.append(target)
+        with _signals_held() as signal_waiting:
+            try:
+                for target in targets:
+                    if target.exists():
+                        backups[target] = _backup(target)
+                for target, temporary in temporaries.items():
+                    renamed.append(target)
+                    os.replace(temporary, target)
+                if signal_waiting():
+                    raise KeyboardInterrupt
+            except BaseException:
+                _roll_back(renamed, backups, temporaries, made)
+                raise
+            renamed.clear()  # written: nothing is put back from here on
+            _discard(backups.values())
     except BaseException as exc:
         _roll_back(renamed, backups, temporaries, made)
         if isinstance(exc, OSError):
             raise UsageError(f"cannot write {target}: {exc.strerror or exc}; nothing was written") from None
         raise
-    for backup in backups.values():
-        backup.unlink(missing_ok=True)
+
+
+HELD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[Callable[[], bool]]:
+    """Block SIGINT and SIGTERM until the block ends, where they are delivered (and raise); yields
+    whether one is waiting."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield lambda: False
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    held = HELD_SIGNALS - set(previous)  # one the caller had blocked stays its business
+    try:
+        yield lambda: bool(signal.sigpending() & held)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def target_path(root: Path, relative: str) -> Path:
@@ -241,10 +278,11 @@ def _backup(target: Path) -> Path:
 
 
 def _roll_back(renamed: list[Path], backups: dict[Path, Path], temporaries: dict[Path, Path], made: list[Path]) -> None:
+    """Put back what was replaced, remove what was added; emptied, so that a second call does nothing."""
     for target in reversed(renamed):
         if target in backups:
             os.replace(backups.pop(target), target)
-        else:
+        elif target in temporaries and not temporaries[target].exists():  # renamed into place: it is new
             target.unlink(missing_ok=True)
     for leftover in [*temporaries.values(), *backups.values()]:
         leftover.unlink(missing_ok=True)
@@ -253,3 +291,47 @@ def _roll_back(renamed: list[Path], backups: dict[Path, Path], temporaries: dict
             directory.rmdir()
         except OSError:
             pass
+    renamed.clear()
+    backups.clear()
+    temporaries.clear()
+    made.clear()
+
+
+def _discard(leftovers: Iterable[Path]) -> None:
+    """Remove what is no longer needed; one that stays is removed by a later write (clear_leftovers)."""
+    for leftover in leftovers:
+        with contextlib.suppress(OSError):
+            leftover.unlink(missing_ok=True)
+
+
+# -- what an interrupted write left ------------------------------------------------------------
+
+LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.(?:tmp|bak)$")
+
+
+def clear_leftovers(root: Path, relatives: Iterable[str]) -> None:
+    """Remove the temporaries and backups (``.NAME.PID.XXXXXXXX.tmp|bak``) that a killed write of
+    these files left beside them: those of a process that is gone. Nothing else is touched."""
+    names: dict[Path, set[str]] = {}
+    for relative in relatives:
+        target = Path(root) / relative
+        names.setdefault(target.parent, set()).add(target.name)
+    for folder, wanted in names.items():
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            match = LEFTOVER.match(entry.name)
+            if match and match["name"] in wanted and entry.is_file(follow_symlinks=False) and not process_alive(int(match["pid"])):
+                Path(entry.path).unlink(missing_ok=True)
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True

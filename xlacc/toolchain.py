@@ -1,7 +1,9 @@
 """Locate what a build needs: nvcc or a host C++ compiler, cuobjdump, XLA's FFI headers, GPU archs.
 
 Nothing here imports jax: the FFI headers are found through jaxlib's installed files, and the
-GPUs through ``nvidia-smi``, so a no-op build stays fast.
+GPUs through ``nvidia-smi``, so a no-op build stays fast. The tools asked a question
+(``--version``, ``nvidia-smi``; :func:`probe`) run in a session of their own for at most
+:data:`PROBE_TIMEOUT_S`: one that hangs is stopped with everything it started, and said to hang.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -28,8 +31,10 @@ HOST_CXX_NAMES = ("g++", "c++", "clang++")
 HOST_CXX_KINDS = (("clang", "clang++"), ("g++", "g++"))  # (in the file name, kind); else "c++"
 FFI_HEADER = Path("xla/ffi/api/ffi.h")
 FFI_HEADERS = ("xla/ffi/api/c_api.h", "xla/ffi/api/api.h", "xla/ffi/api/ffi.h")
-NVIDIA_SMI_TIMEOUT_S = 5.0
-VERSION_TIMEOUT_S = 30.0
+PROBE_TIMEOUT_S = 5.0  # a tool asked for its version, its GPUs or its cache answers at once, or hangs
+NVIDIA_SMI_TIMEOUT_S = PROBE_TIMEOUT_S
+PROBE_EXIT_GRACE_S = 0.5  # after it exits, how long a process it left behind may hold its output
+PROBE_OUTPUT_BYTES = 1_000_000  # what is kept of a probe's output (ldconfig -p asks for more)
 
 NO_NVCC = (
     "no nvcc found: install a CUDA toolkit, or `pip install -e '.[cuda]'` in a checkout of xlacc for "
@@ -42,8 +47,8 @@ NO_FFI_HEADERS = (
     "or pass --ffi-include DIR"
 )
 
-# A memo of compiler versions: path -> {"stamp": [mtime_ns, size], "version": str}. The build cache
-# stores it, so a fresh build never runs `nvcc --version`.
+# A memo of compiler versions: its command (a path, or "ccache g++") -> {"stamp": [mtime_ns, size, ...],
+# "version": str}. The build cache stores it, so a fresh build never runs `nvcc --version`.
 VersionMemo = dict[str, dict]
 
 
@@ -53,9 +58,68 @@ class Compiler:
     version: str
     kind: str  # "nvcc", "g++", "c++" or "clang++"
     source: str  # where it was found: "--nvcc", "$CUDACXX", "PATH", "$CUDA_HOME", "pip", ...
+    args: tuple[str, ...] = ()  # the words after a launcher in $CXX: "ccache g++" is ccache with ("g++",)
+    notes: tuple[str, ...] = ()  # what the search passed over, and why ("$CUDA_HOME=/x not used: ...")
+
+    @property
+    def argv(self) -> list[str]:
+        """The compiler as a command line starts."""
+        return [str(self.path), *self.args]
 
     def describe(self) -> str:
-        return f"{self.kind} {self.version} at {self.path} (found via {self.source})"
+        at = shlex.join(self.argv) if self.args else str(self.path)
+        return "; ".join([f"{self.kind} {self.version} at {at} (found via {self.source})", *self.notes])
+
+
+# -- asking a tool --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a tool asked a question answered, or why it did not answer."""
+
+    output: str  # stdout and stderr, decoded with errors="replace"
+    problem: str | None  # "nvidia-smi ... failed (exit 9)", "nvcc --version did not answer in 5 s"
+    hung: bool = False  # it did not answer in time, and was stopped
+
+
+class _Head:
+    """The first ``limit`` bytes of a stream (a sink for :func:`xlacc.process.run_in_session`)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.data = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+
+def probe(argv: list[str], *, limit: int = PROBE_OUTPUT_BYTES, timeout: float | None = None) -> Probe:
+    """Run a tool that answers at once; stop it, and whatever it started, once it has exited or
+    at the timeout (:data:`PROBE_TIMEOUT_S`)."""
+    from xlacc.process import run_in_session
+
+    timeout = PROBE_TIMEOUT_S if timeout is None else timeout
+    shown = shlex.join([Path(argv[0]).name, *argv[1:]])
+    output = _Head(limit)
+    try:
+        ended = run_in_session(argv, timeout, output, exit_grace=PROBE_EXIT_GRACE_S)
+    except OSError as exc:
+        return Probe("", f"{shown} could not run ({exc.strerror or exc})")
+    text = output.data.decode("utf-8", errors="replace")
+    if ended.returncode is None:
+        return Probe(text, f"{shown} did not answer in {timeout:g} s", hung=True)
+    if ended.returncode != 0:
+        return Probe(text, f"{shown} failed ({_exit_status(ended.returncode)})")
+    return Probe(text, None)
+
+
+def _exit_status(returncode: int) -> str:
+    if returncode < 0:
+        return f"killed by signal {-returncode}"
+    return f"exit {returncode}"
 
 
 # -- compilers ------------------------------------------------------------------------------------
@@ -76,6 +140,24 @@ def _insist(source: str, value: str) -> Path:
     if found is None:
         raise ToolchainMissing(f"{source}={value} is not an executable file")
     return found
+
+
+def _insist_command(source: str, value: str) -> tuple[Path, tuple[str, ...]]:
+    """A compiler command the user named, as make reads $CXX: one executable (a path with spaces
+    too), or words split like a shell's, the first an executable ("ccache g++", "g++ -m64")."""
+    whole = _executable(value) or _executable(shutil.which(value))
+    if whole is not None:
+        return whole, ()
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        raise ToolchainMissing(f"{source}={value} cannot be split into words ({exc})") from None
+    if len(words) < 2:
+        return _insist(source, words[0] if words else value), ()
+    program = _executable(words[0]) or _executable(shutil.which(words[0]))
+    if program is None:
+        raise ToolchainMissing(f"{source}={value}: {words[0]} is not an executable file")
+    return program, tuple(words[1:])
 
 
 def _pathfinder_binary(name: str) -> Path | None:
@@ -101,11 +183,34 @@ def _pathfinder_source(path: Path) -> str:
     return "cuda-pathfinder"
 
 
+CUDA_HOME_VARIABLES = ("CUDA_HOME", "CUDA_PATH")
+
+
 def _cuda_homes() -> Iterator[tuple[str, Path]]:
-    for var in ("CUDA_HOME", "CUDA_PATH"):
+    for var in CUDA_HOME_VARIABLES:
         if os.environ.get(var):
             yield f"${var}", Path(os.environ[var])
     yield from DEFAULT_CUDA_HOMES
+
+
+def _unusable_cuda_homes() -> tuple[str, ...]:
+    """$CUDA_HOME / $CUDA_PATH set to what holds no nvcc: named, not silently passed over."""
+    problems = []
+    for var in CUDA_HOME_VARIABLES:
+        value = os.environ.get(var)
+        if not value:
+            continue
+        home = Path(value).expanduser()
+        if not home.exists():
+            why = "no such folder"
+        elif not home.is_dir():
+            why = "a file, not a folder"
+        elif _executable(home / "bin" / "nvcc") is None:
+            why = "no bin/nvcc in it"
+        else:
+            continue
+        problems.append(f"${var}={value} not used: {why}")
+    return tuple(problems)
 
 
 def _cuda_tool_candidates(tool: str) -> Iterator[tuple[str, Path | None]]:
@@ -123,14 +228,16 @@ def find_nvcc(explicit: Path | None = None, *, versions: VersionMemo | None = No
         return _nvcc(_insist("--nvcc", str(explicit)), "--nvcc", versions)
     if os.environ.get("CUDACXX"):
         return _nvcc(_insist("$CUDACXX", os.environ["CUDACXX"]), "$CUDACXX", versions)
+    passed_over = _unusable_cuda_homes()
     for source, path in _cuda_tool_candidates("nvcc"):
         if path is not None:
-            return _nvcc(path, source, versions)
-    raise ToolchainMissing(NO_NVCC)
+            return _nvcc(path, source, versions, passed_over)
+    raise ToolchainMissing("; ".join([NO_NVCC, *passed_over]))
 
 
-def _nvcc(path: Path, source: str, versions: VersionMemo | None) -> Compiler:
-    return Compiler(path=path, version=compiler_version(path, _parse_nvcc_version, versions), kind="nvcc", source=source)
+def _nvcc(path: Path, source: str, versions: VersionMemo | None, notes: tuple[str, ...] = ()) -> Compiler:
+    version = compiler_version(path, _parse_nvcc_version, versions)
+    return Compiler(path=path, version=version, kind="nvcc", source=source, notes=notes)
 
 
 def find_host_cxx(explicit: Path | None = None, *, versions: VersionMemo | None = None) -> Compiler:
@@ -138,17 +245,19 @@ def find_host_cxx(explicit: Path | None = None, *, versions: VersionMemo | None 
     if explicit is not None:
         return _host_cxx(_insist("--cxx", str(explicit)), "--cxx", versions)
     if os.environ.get("CXX"):
-        return _host_cxx(_insist("$CXX", os.environ["CXX"]), "$CXX", versions)
+        return _host_cxx(*_insist_command("$CXX", os.environ["CXX"]), "$CXX", versions)
     for name in HOST_CXX_NAMES:
         path = _executable(shutil.which(name))
         if path is not None:
-            return _host_cxx(path, "PATH", versions)
+            return _host_cxx(path, (), "PATH", versions)
     raise ToolchainMissing(NO_HOST_CXX)
 
 
-def _host_cxx(path: Path, source: str, versions: VersionMemo | None) -> Compiler:
-    kind = next((kind for marker, kind in HOST_CXX_KINDS if marker in path.name), "c++")
-    return Compiler(path=path, version=compiler_version(path, _parse_host_version, versions), kind=kind, source=source)
+def _host_cxx(path: Path, args: tuple[str, ...], source: str, versions: VersionMemo | None) -> Compiler:
+    names = [Path(word).name for word in (path, *args) if not str(word).startswith("-")]
+    kind = next((kind for name in reversed(names) for marker, kind in HOST_CXX_KINDS if marker in name), "c++")
+    version = compiler_version(path, _parse_host_version, versions, args)
+    return Compiler(path=path, version=version, kind=kind, source=source, args=args)
 
 
 def find_cuobjdump(nvcc: Compiler | None = None) -> Path | None:
@@ -172,25 +281,32 @@ def _parse_host_version(text: str) -> str | None:
     return numbers[-1] if numbers else None
 
 
-def _stamp(path: Path) -> list[int]:
-    stat = path.resolve().stat()
-    return [stat.st_mtime_ns, stat.st_size]
+def _stamp(path: Path, args: tuple[str, ...] = ()) -> list[int]:
+    """The program's [mtime_ns, size], and those of the programs among ``args`` (a launcher's compiler)."""
+    stamp = []
+    for program in (path, *filter(None, (_executable(shutil.which(a)) for a in args if not a.startswith("-")))):
+        stat = program.resolve().stat()
+        stamp += [stat.st_mtime_ns, stat.st_size]
+    return stamp
 
 
-def compiler_version(path: Path, parse: Callable[[str], str | None], versions: VersionMemo | None = None) -> str:
-    """``path --version``, parsed; remembered in ``versions`` for as long as the file is unchanged."""
-    key = str(path)
-    stamp = _stamp(path)
+def compiler_version(
+    path: Path, parse: Callable[[str], str | None], versions: VersionMemo | None = None, args: tuple[str, ...] = ()
+) -> str:
+    """``path [args] --version``, parsed; remembered in ``versions`` for as long as the files are unchanged."""
+    key = shlex.join([str(path), *args]) if args else str(path)
+    stamp = _stamp(path, args)
     known = (versions or {}).get(key)
     if known and known.get("stamp") == stamp and known.get("version"):
         return known["version"]
-    try:
-        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainMissing(f"{path} --version failed: {exc}") from None
-    version = parse(done.stdout + done.stderr)
-    if done.returncode != 0 or version is None:
-        raise ToolchainMissing(f"{path} --version did not print a version (exit {done.returncode}): is it a compiler?")
+    answer = probe([str(path), *args, "--version"])
+    if answer.hung:
+        raise ToolchainMissing(f"{answer.problem}: xlacc stopped it; is {path} a working compiler?")
+    if answer.problem is not None:
+        raise ToolchainMissing(f"{answer.problem}: is {path} a compiler?")
+    version = parse(answer.output)
+    if version is None:
+        raise ToolchainMissing(f"{shlex.join([str(path), *args])} --version did not print a version: is it a compiler?")
     if versions is not None:
         versions[key] = {"stamp": stamp, "version": version}
     return version
@@ -273,31 +389,29 @@ def arch_number(arch: str) -> int:
 
 def visible_gpu_archs() -> list[str]:
     """Compute capabilities of the visible GPUs as ``["sm_90"]``; ``[]`` without GPU or driver."""
+    return query_gpu_archs()[0]
+
+
+def query_gpu_archs() -> tuple[list[str], str | None]:
+    """The visible GPUs' archs, and when there are none because nvidia-smi failed or hung, what it did."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        return []
-    try:
-        done = subprocess.run(
-            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=NVIDIA_SMI_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if done.returncode != 0:
-        return []
-    caps = {f"sm_{m.group(1)}{m.group(2)}" for m in re.finditer(r"^\s*(\d+)\.(\d+)\s*$", done.stdout, re.M)}
-    return sorted(caps, key=arch_number)
+        return [], None
+    answer = probe([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], timeout=NVIDIA_SMI_TIMEOUT_S)
+    if answer.problem is not None:
+        return [], answer.problem
+    caps = {f"sm_{m.group(1)}{m.group(2)}" for m in re.finditer(r"^\s*(\d+)\.(\d+)\s*$", answer.output, re.M)}
+    return sorted(caps, key=arch_number), None
 
 
 def resolve_archs(requested: tuple[str, ...] | None) -> tuple[list[str], str]:
     """The archs to build and why: as requested, the visible GPUs', or :data:`DEFAULT_ARCHS`."""
     if requested:
         return sorted(dict.fromkeys(requested), key=arch_number), "as requested"
-    visible = visible_gpu_archs()
+    visible, problem = query_gpu_archs()
     if visible:
         return visible, "the visible GPU" if len(visible) == 1 else "the visible GPUs"
     highest = max(DEFAULT_ARCHS, key=arch_number)
-    why = f"no GPU visible: default {', '.join(DEFAULT_ARCHS)} + PTX compute_{arch_number(highest)}"
+    seen = f"no GPU visible ({problem})" if problem else "no GPU visible"
+    why = f"{seen}: default {', '.join(DEFAULT_ARCHS)} + PTX compute_{arch_number(highest)}"
     return list(DEFAULT_ARCHS), why

@@ -4,8 +4,12 @@ everything the user wrote.
 Per file: one that is still as xlacc wrote it is replaced by the new text; one the user edited is
 merged three ways (the text xlacc wrote last time from ``.xlacc/base``, the user's text, the new
 text), as copier does; a conflict is left marked in the file and reported, with exit code 1.
-``--dry-run`` shows the diffs and writes nothing. A project wrapping the user's kernel (``[from]``)
-whose parameters no longer match the op in xlacc.toml is refused, saying what to change there.
+Line endings do not conflict: the LF forms are merged, and the result keeps the user's endings. A
+file xlacc cannot read as text (not UTF-8, not a regular file) is never merged: it stays byte for
+byte as it is, and xlacc's new text, when it changed, goes beside it (``FILE.xlacc-new``), a
+conflict too. ``--dry-run`` shows the diffs and writes nothing. A project wrapping the user's
+kernel (``[from]``) whose parameters no longer match the op in xlacc.toml is refused, saying what
+to change there.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 
 from xlacc import generated, scaffold, wrap
 from xlacc import spec as specmod
+from xlacc.errors import UsageError
 from xlacc.report import Check, Finding, Report
 
 CONFLICT_NAMES = ("yours", "xlacc")
@@ -39,7 +44,7 @@ class FileOutcome:
 
     @property
     def changes_file(self) -> bool:
-        return self.status in ("added", "updated", "merged", "conflict", "removed")
+        return self.text is not None or self.status == "removed"
 
 
 def run(request: UpdateRequest) -> Report:
@@ -49,7 +54,9 @@ def run(request: UpdateRequest) -> Report:
     directory = spec.root
     meta = scaffold.template_meta(spec.template)
     rendered = scaffold.render(spec, meta)
-    spec_text = generated.read_text(directory / specmod.SPEC_FILE) or ""
+    spec_text = generated.read_text(directory / specmod.SPEC_FILE)
+    if spec_text is None:
+        raise UsageError(f"{directory / specmod.SPEC_FILE} went away while xlacc update read it; nothing was written")
     # The spec is the user's input: only its [generated] table is rewritten.
     files = {path: text for path, text in rendered.items() if path != specmod.SPEC_FILE}
     recorded = dict(spec.generated.files) if spec.generated else {}
@@ -78,7 +85,11 @@ def kernel_text(directory: Path, spec: specmod.Spec, outcomes: list[FileOutcome]
     outcome = next((o for o in outcomes if o.path == spec.kernel_file), None)
     if outcome is not None and outcome.text is not None:
         return outcome.text
-    return generated.read_text(directory / spec.kernel_file) or ""
+    try:
+        data = generated.read_bytes(directory / spec.kernel_file) or b""
+    except UsageError:  # not a regular file: its outcome says so
+        return ""
+    return data.decode("utf-8", "replace")
 
 
 def launch_changes(spec: specmod.Spec, kernel: str) -> list[str]:
@@ -97,7 +108,10 @@ def launch_changes(spec: specmod.Spec, kernel: str) -> list[str]:
 
 
 def outcome_for(directory: Path, path: str, new: str | None, recorded: str | None, owner: str) -> FileOutcome:
-    current = generated.read_text(directory / path)
+    try:
+        current = generated.read_text(directory / path)
+    except UsageError as exc:  # not UTF-8 text, not a regular file, too large: not xlacc's, never merged
+        return left_as_it_is(directory, path, new, without_path(exc, directory / path))
     edited = current is not None and recorded is not None and generated.file_digest(path, current) != recorded
     if current is None:
         if new is None:
@@ -116,11 +130,36 @@ def outcome_for(directory: Path, path: str, new: str | None, recorded: str | Non
     return merge(directory, path, current, new)
 
 
+def left_as_it_is(directory: Path, path: str, new: str | None, why: str) -> FileOutcome:
+    """A file xlacc cannot read as text keeps its bytes; xlacc's new text, when it changed, goes beside it."""
+    if new is None:
+        return FileOutcome(path, "kept", None, f"{why}; no longer generated")
+    if base_text(directory, path) == new:
+        return FileOutcome(path, "kept", None, f"{why}; xlacc's text did not change")
+    return FileOutcome(
+        path, "conflict", None, f"{why}, so not merged: left as it is; xlacc's new text is in {path}{NEW_SUFFIX}", {path + NEW_SUFFIX: new}
+    )
+
+
+def without_path(error: Exception, path: Path) -> str:
+    """An error about ``path`` without the path it starts with: the report names the file."""
+    text = str(error)
+    return text[len(str(path)) :].lstrip(": ") if text.startswith(str(path)) else text
+
+
+def base_text(directory: Path, path: str) -> str | None:
+    """What xlacc wrote last time; None when it is missing, or cannot be read as text."""
+    try:
+        return generated.read_text(directory / generated.BASE_DIR / path)
+    except UsageError:
+        return None
+
+
 def merge(directory: Path, path: str, current: str, new: str) -> FileOutcome:
     """Three-way merge of the user's text and xlacc's new text from the text xlacc wrote before."""
     import merge3  # only update merges
 
-    base = generated.read_text(directory / generated.BASE_DIR / path)
+    base = base_text(directory, path)
     if base is None:
         return FileOutcome(
             path,
@@ -131,12 +170,22 @@ def merge(directory: Path, path: str, current: str, new: str) -> FileOutcome:
         )
     if base == new:
         return FileOutcome(path, "up to date", None, "your edits kept; xlacc's text did not change")
-    merger = merge3.Merge3(base.splitlines(True), current.splitlines(True), new.splitlines(True))
-    merged = "".join(merger.merge_lines(name_a=CONFLICT_NAMES[0], name_b=CONFLICT_NAMES[1]))
+    merger = merge3.Merge3(*(lf_lines(text) for text in (base, current, new)))
+    merged = "".join(merger.merge_lines(name_a=CONFLICT_NAMES[0], name_b=CONFLICT_NAMES[1])).replace("\n", line_ending(current))
     conflicts = sum(1 for region in merger.merge_regions() if region[0] == "conflict")
     if conflicts:
         return FileOutcome(path, "conflict", merged, f"{conflicts} conflicting change(s) marked <<<<<<< yours ... >>>>>>> xlacc")
     return FileOutcome(path, "merged", merged, "your edits and xlacc's changes")
+
+
+def lf_lines(text: str) -> list[str]:
+    """The lines of ``text``, each ending in LF: a file saved with CRLF merges line by line too."""
+    return text.replace("\r\n", "\n").splitlines(True)
+
+
+def line_ending(text: str) -> str:
+    """CRLF when most of the lines of ``text`` end so, else LF."""
+    return "\r\n" if 2 * text.count("\r\n") > text.count("\n") else "\n"
 
 
 def conflict_finding(conflicts: list[FileOutcome]) -> Finding:
@@ -171,7 +220,7 @@ def write(directory: Path, spec: specmod.Spec, spec_text: str, rendered: dict[st
 def unified_diff(directory: Path, outcome: FileOutcome) -> str:
     if not outcome.changes_file:
         return ""
-    before = generated.read_text(directory / outcome.path) or ""
+    before = (generated.read_bytes(directory / outcome.path) or b"").decode("utf-8", "replace")
     after = outcome.text or ""
     lines = difflib.unified_diff(
         before.splitlines(True), after.splitlines(True), f"a/{outcome.path}", f"b/{outcome.path}"
