@@ -97,6 +97,7 @@ def test_list_checks_puts_the_catalogue_in_checks_and_data():
         (["doctor", "--arch", "sm_nine", "--so", "x.so"], "--arch sm_nine"),
         (["doctor", "pyproject.toml"], "not a kernel, script, note, log or library"),
         (["doctor", "--", "no-such-program-xlacc"], "no such program"),
+        (["doctor", "--", ""], "the command after -- is empty"),
         (["doctor", "--symbol", "my_entry"], "--symbol names entry points of a shared object"),
     ],
 )

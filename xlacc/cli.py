@@ -182,6 +182,7 @@ def build(
     defines: Optional[List[str]] = typer.Option(None, "-D", "--define", metavar="NAME[=VALUE]", help="Kernel files: a macro (repeatable)."),
     flags: Optional[List[str]] = typer.Option(None, "--flag", metavar="ARG", help="Kernel files: one more compiler argument (repeatable)."),
     force: bool = typer.Option(False, "--force", help="Rebuild even when the cache is fresh."),
+    timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS", help="Seconds the compiler may run before it is stopped, with everything it started."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the command line and every compiler line."),
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -195,7 +196,7 @@ def build(
         builder.BuildRequest(
             paths=list(paths or [Path(".")]),
             output=library,
-            symbols=_split(symbols),
+            symbols=list(symbols or []),  # split by the builder, which refuses a blank one
             archs=arch,
             platform=platform,
             nvcc=nvcc,
@@ -207,6 +208,7 @@ def build(
             include_dirs=list(include_dirs or []),
             defines=list(defines or []),
             flags=list(flags or []),
+            timeout=timeout,
         )
     )
     raise typer.Exit(emit(report, as_json))

@@ -63,6 +63,8 @@ def run(
     """Run ``argv`` with stdout and stderr merged; a timeout is a result, a missing program is not.
     At the end its group gets SIGTERM, and SIGKILL after a grace period."""
     timeout = check_timeout(timeout)
+    if not argv[0].strip():
+        raise UsageError("the command after -- is empty: give a program to run")
     collector = inputs.LogCollector(interesting)
     try:
         ended = run_in_session(argv, timeout, collector, env=env, exit_grace=DRAIN_AFTER_EXIT_S, term_grace=KILL_GRACE_S)
