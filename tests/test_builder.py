@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from xlacc import builder, cli, spec, toolchain
+from xlacc import builder, cli, process, spec, toolchain
 from xlacc.errors import ToolchainMissing, UsageError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -96,6 +96,12 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
+def no_compiler(monkeypatch) -> None:
+    """Any program run from here on fails the test."""
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}"))
+    monkeypatch.setattr(process, "run_in_session", lambda *a, **k: pytest.fail(f"ran {a[0]}"))
+
+
 # -- CPU files: build, verify, cache --------------------------------------------------------------
 
 
@@ -122,7 +128,7 @@ def test_second_build_is_cached_and_runs_no_compiler(in_tmp, monkeypatch):
     assert builder.run(request(source, symbols=["xk_add"])).code() == 0
     library = in_tmp / "build" / "libk.so"
     stamp = library.stat().st_mtime_ns
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}"))
+    no_compiler(monkeypatch)
     started = time.perf_counter()
     report = builder.run(request(source, symbols=["xk_add"]))
     elapsed = time.perf_counter() - started
@@ -142,7 +148,7 @@ def test_a_source_touched_but_unchanged_is_cached_and_the_library_becomes_newer(
     later = library.stat().st_mtime + 0.001
     os.utime(source, (later, later))
     time.sleep(0.01)
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail(f"ran {a[0]}"))
+    no_compiler(monkeypatch)
     assert builder.run(request(source, symbols=["xk_add"])).data["cached"] is True
     assert library.stat().st_mtime > later
     monkeypatch.setattr(builder, "verify_library", lambda *a, **k: pytest.fail("verified again"))
@@ -283,6 +289,182 @@ def test_interrupted_build_never_leaves_a_broken_library(in_tmp, how):
         assert leftovers(library.parent) == []  # ...so the next build does
 
 
+# -- hostile compilers: hangs, floods, servers, launchers, write failures ----------------------------
+
+
+def fake_cxx(directory: Path, body: str) -> Path:
+    """A compiler (given through $CXX) that says it is g++ 12.2.0 and then runs ``body``."""
+    path = write(directory / "g++", f'#!/bin/sh\nif [ "$1" = "--version" ]; then echo "g++ (fake) 12.2.0"; exit 0; fi\n{body}\n')
+    path.chmod(0o755)
+    return path
+
+
+def alive(pid_file: Path, settle: float = 2.0) -> bool:
+    """Whether the process whose pid the file holds still runs ``settle`` seconds on (a SIGKILL takes
+    a moment; a zombie waiting for its reaper does not run)."""
+    give_up = time.monotonic() + settle
+    while True:
+        try:
+            state = Path(f"/proc/{int(pid_file.read_text())}/stat").read_text().rpartition(")")[2].split()[0]
+        except FileNotFoundError:
+            return False
+        if state == "Z":
+            return False
+        if time.monotonic() > give_up:
+            return True
+        time.sleep(0.02)
+
+
+def test_a_compiler_that_leaves_a_server_holding_its_output_does_not_hang_the_build(in_tmp, monkeypatch):
+    """A ccache/sccache-like wrapper: the compile is done, a process it started keeps the output open."""
+    pid_file = in_tmp / "server.pid"
+    monkeypatch.setenv("CXX", str(fake_cxx(in_tmp / "tools", f'{shutil.which("g++")} "$@"; rc=$?\nsleep 30 &\necho $! > {pid_file}\nexit $rc')))
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    started = time.monotonic()
+    report = builder.run(request(source, symbols=["xk_add"]))
+    assert report.code() == 0, report.to_json()
+    assert time.monotonic() - started < 10
+    assert not alive(pid_file)  # stopped with the compiler's group
+
+
+def test_a_compiler_that_never_ends_is_stopped_at_the_timeout(in_tmp, monkeypatch):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    assert builder.run(request(source)).code() == 0
+    library = in_tmp / "build" / "libk.so"
+    good = library.read_bytes()
+    pid_file = in_tmp / "child.pid"
+    compiler = fake_cxx(in_tmp / "tools", f"sleep 30 &\necho $! > {pid_file}\nwait")
+    monkeypatch.setenv("CXX", str(compiler))
+    started = time.monotonic()
+    report = builder.run(request(source, force=True, timeout=1))
+    assert time.monotonic() - started < 10
+    detail = checks_by_name(report)["compile"].detail
+    assert report.code() == 1 and detail.startswith(f"g++ ({compiler}) did not finish in 1 s") and "--timeout" in detail, detail
+    assert codes(report) == []  # the compiler rejected nothing
+    assert not alive(pid_file)
+    assert library.read_bytes() == good and leftovers(library.parent) == []
+
+
+def test_a_flood_of_compiler_output_is_kept_bounded_with_its_first_and_last_errors(in_tmp, monkeypatch):
+    flood = "i=0; while [ $i -lt 200000 ]; do echo 'note: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'; i=$((i+1)); done"
+    body = f"echo 'k.cc:1:1: error: the first'\n{flood}\necho 'k.cc:9:1: error: the last'\nexit 1"
+    monkeypatch.setenv("CXX", str(fake_cxx(in_tmp / "tools", body)))
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    report = builder.run(request(source, verbose=True))
+    assert report.code() == 1
+    assert checks_by_name(report)["compile"].detail == "g++ failed: k.cc:1:1: error: the first (and 1 more)"
+    (finding,) = [f for f in report.findings if f.code == "compile-error"]
+    assert "k.cc:9:1: error: the last" in finding.evidence
+    output = "\n".join(report.notes)
+    assert len(output) < 1_000_000 and "bytes of output left out" in output  # of about 12 MB
+
+
+@pytest.mark.parametrize("failure", ["cannot open output file build/libk.so: Permission denied", "final link failed: No space left on device"])
+def test_a_library_the_linker_cannot_write_is_not_a_compile_error(in_tmp, monkeypatch, failure):
+    body = f"echo '/usr/bin/ld: {failure}' >&2\necho 'collect2: error: ld returned 1 exit status' >&2\nexit 1"
+    monkeypatch.setenv("CXX", str(fake_cxx(in_tmp / "tools", body)))
+    report = builder.run(request(write(in_tmp / "k.cc", CPU_SOURCE)))
+    detail = checks_by_name(report)["compile"].detail
+    assert report.code() == 1 and detail == f"g++ could not write the library, not a compile error: /usr/bin/ld: {failure}"
+    assert codes(report) == []
+
+
+def test_a_launcher_in_cxx_runs_before_the_compiler(in_tmp, monkeypatch):
+    """make's convention: CXX="ccache g++" is a launcher and the compiler it runs."""
+    launcher = write(in_tmp / "tools" / "launch", '#!/bin/sh\necho "$@" >> "$(dirname "$0")/launched"\nexec "$@"\n')
+    launcher.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{launcher.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CXX", "launch g++")
+    report = builder.run(request(write(in_tmp / "k.cc", CPU_SOURCE), symbols=["xk_add"]))
+    assert report.code() == 0, report.to_json()
+    assert report.data["command"][:2] == [str(launcher), "g++"]
+    assert f"g++ 12" in checks_by_name(report)["toolchain"].detail and "at " + f"{launcher} g++" in checks_by_name(report)["toolchain"].detail
+    assert "-shared" in (launcher.parent / "launched").read_text()
+
+
+# -- the library at xlacc's own path, and the caches ------------------------------------------------
+
+
+def test_garbage_at_the_default_library_path_is_replaced_but_not_at_a_chosen_one(in_tmp):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    library = write(in_tmp / "build" / "libk.so", "")  # left by a crash, say
+    report = builder.run(request(source, symbols=["xk_add"]))
+    assert report.code() == 0, report.to_json()
+    assert ctypes.CDLL(str(library)).xk_add(2, 3) == 5
+    mine = write(in_tmp / "out" / "libmine.so", "notes of mine\n")
+    with pytest.raises(UsageError, match="exists and is not a shared library: xlacc does not overwrite it"):
+        builder.run(request(source, output=mine))
+    assert mine.read_text() == "notes of mine\n"
+
+
+def test_garbage_at_a_projects_own_library_path_is_replaced(tmp_path):
+    from xlacc import scaffold
+
+    scaffold.create(scaffold.NewRequest(name="junk", template="add", platform="cpu", frameworks=["jax"], directory=tmp_path / "junk"))
+    project = spec.load(tmp_path / "junk")
+    assert not project.build.output  # xlacc's own path
+    project.library.parent.mkdir(parents=True, exist_ok=True)
+    project.library.write_bytes(b"garbage")
+    result = builder.build_spec(project)
+    assert result.ok, result.checks + result.findings
+    assert builder.paths.is_shared_library(project.library)
+
+
+def shared_entry(folder: Path) -> Path:
+    (stored,) = folder.glob("*.so")
+    return stored
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "named pipe", "oversized log", "log is a named pipe"])
+@pytest.mark.timeout(60)
+def test_a_damaged_shared_cache_entry_is_dropped_and_compiled_again(tmp_path, monkeypatch, damage):
+    shared = tmp_path / "shared"
+    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(shared))
+    first = write(tmp_path / "one" / "k.cc", CPU_SOURCE)
+    monkeypatch.chdir(first.parent)
+    assert builder.run(request(first, symbols=["xk_add"])).code() == 0
+    stored = shared_entry(shared)
+    log = stored.with_suffix(".log")
+    if damage == "garbage":
+        stored.write_bytes(b"garbage\n")
+    elif damage == "truncated":
+        stored.write_bytes(stored.read_bytes()[: stored.stat().st_size // 2])
+    elif damage == "named pipe":
+        stored.unlink()
+        os.mkfifo(stored)
+    elif damage == "oversized log":
+        with open(log, "wb") as handle:
+            handle.truncate(builder.MAX_CACHE_FILE_BYTES + 1)
+    else:
+        log.unlink()
+        os.mkfifo(log)
+    second = write(tmp_path / "two" / "k.cc", CPU_SOURCE)
+    monkeypatch.chdir(second.parent)
+    library = second.parent / "build" / "libk.so"
+    report = builder.run(request(second, symbols=["xk_add"]))
+    assert report.code() == 0, report.to_json()
+    assert checks_by_name(report)["compile"].detail.startswith("compiled in")
+    assert ctypes.CDLL(str(library)).xk_add(2, 3) == 5
+    assert builder.paths.is_shared_library(shared_entry(shared))  # stored again, whole
+    assert log.is_file() and log.stat().st_size < builder.MAX_CACHE_FILE_BYTES
+
+
+@pytest.mark.parametrize("damage", ["named pipe", "oversized"])
+@pytest.mark.timeout(60)
+def test_a_build_cache_file_that_cannot_be_read_is_no_cache(in_tmp, damage):
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    assert builder.run(request(source)).code() == 0
+    cache_file = in_tmp / "build" / builder.CACHE_FILE
+    cache_file.unlink()
+    if damage == "named pipe":
+        os.mkfifo(cache_file)
+    else:
+        cache_file.write_text(json.dumps({"format": builder.CACHE_FORMAT, "libraries": {}, "pad": "x" * builder.MAX_CACHE_FILE_BYTES}))
+    report = builder.run(request(source))
+    assert report.code() == 0 and report.data["cached"] is False
+    assert builder.run(request(source)).data["cached"] is True  # written again, as a regular file
+
+
 # -- compiler errors and warnings -----------------------------------------------------------------
 
 
@@ -319,8 +501,8 @@ def test_a_library_built_elsewhere_comes_from_the_shared_cache(tmp_path, monkeyp
     second = write(tmp_path / "two" / "w.cc", text)
     monkeypatch.chdir(second.parent)
     compiled = []
-    real_run = subprocess.run
-    monkeypatch.setattr(subprocess, "run", lambda command, *a, **k: compiled.append(command) or real_run(command, *a, **k))
+    real_run = process.run_in_session
+    monkeypatch.setattr(process, "run_in_session", lambda command, *a, **k: compiled.append(command) or real_run(command, *a, **k))
     report = builder.run(request(second, symbols=["xk_add"]))
     assert report.code() == 0 and not [c for c in compiled if "-shared" in c], compiled
     assert "copied from $XLACC_CACHE_DIR" in checks_by_name(report)["compile"].detail
@@ -413,6 +595,10 @@ def test_missing_toolchain_exits_2_with_what_to_install(in_tmp, bare_env, monkey
         (["k.cu", "--platform", "cpu"], "--platform cpu cannot compile .cu files"),
         (["k.cc", "--platform", "tpu"], "--platform 'tpu' is not allowed"),
         (["k.cu", "--arch", "sm80"], "invalid GPU arch 'sm80'"),
+        (["k.cu", "--arch", ""], "--arch takes GPU archs such as sm_80,sm_90; got an empty value"),
+        (["k.cc", "--symbol", ""], "--symbol takes the name of an entry point to verify; got an empty value"),
+        (["k.cc", "--library", "-"], "-o/--library -: xlacc writes the library to a file, not to stdout"),
+        (["k.cc", "--timeout", "0"], "--timeout must be a positive number of seconds"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(in_tmp, monkeypatch, capsys, args, message):
@@ -773,7 +959,9 @@ def test_a_compiler_that_writes_no_library_keeps_the_old_one(in_tmp, monkeypatch
     before = library.read_bytes()
     monkeypatch.setattr(builder.spec_mod, "flag_problem", lambda flag: None)  # as if a new flag slipped through
     report = builder.run(request(source, flags=["-E"], symbols=["xk_scale"]))
-    assert report.code() == 1 and "wrote no shared library" in checks_by_name(report)["compile"].detail
+    detail = checks_by_name(report)["compile"].detail
+    assert report.code() == 1 and "the file it wrote is not a shared library: not an ELF file" in detail, detail
+    assert codes(report) == []  # the compiler rejected nothing: no compile-error
     assert library.read_bytes() == before
 
 

@@ -444,3 +444,49 @@ def test_ctrl_c_during_a_build_exits_130_with_one_line(workspace):
     assert code == 130 and stderr == "error: interrupted\n", stderr
     assert seconds < 5
     assert not (workspace / "demo" / "build" / "libdemo.so").exists()
+
+
+KILLED_AT_THE_THIRD_RENAME = """
+import os, signal, sys
+from xlacc import cli
+rename = os.replace
+renames = []
+def killed_at_the_third(src, dst):
+    renames.append(dst)
+    if len(renames) == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return rename(src, dst)
+os.replace = killed_at_the_third
+sys.argv = ["xlacc", *sys.argv[1:]]
+cli.main()
+"""
+
+
+def leftovers(project: Path) -> list[str]:
+    return sorted(str(p.relative_to(project)) for p in project.rglob(".*") if p.name.endswith((".tmp", ".bak")))
+
+
+@pytest.mark.parametrize("command", [["update", "demo"], ["new", "demo", "--platform", "cpu", "--force"]])
+def test_what_a_killed_write_left_is_removed_by_the_next_run(workspace, command):
+    """A SIGKILL between two renames once left hidden .tmp and .bak files in the project forever."""
+    project = workspace / "demo"
+    bindings = project / "demo" / "jax.py"
+    bindings.write_text(bindings.read_text() + "# my jax edit\n")
+    edit_spec(project, 'api = "ffi"', 'api = "legacy"')
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    killed = subprocess.run([sys.executable, "-c", KILLED_AT_THE_THIRD_RENAME, *command], cwd=workspace, env=env, capture_output=True, timeout=60, check=False)
+    assert killed.returncode == -signal.SIGKILL and leftovers(project)
+    done = xlacc(*command, cwd=workspace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert leftovers(project) == []
+    assert any(b"# my jax edit\n" in p.read_bytes() for p in project.rglob("*") if p.is_file())  # merged, or backed up
+
+
+@pytest.mark.parametrize("path", ["demo/jax.py", "kernel.cc", "demo/reference.py"])
+def test_update_over_a_generated_file_that_is_now_a_directory_is_one_line(workspace, path):
+    project = workspace / "demo"
+    (project / path).unlink()
+    (project / path).mkdir()
+    before = tree(workspace)
+    assert_usage_error(xlacc("update", "demo", cwd=workspace), "is a directory, not a file: xlacc update reads each file it wrote")
+    assert tree(workspace) == before

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -165,6 +168,58 @@ def test_ctrl_c_while_writing_changes_nothing_and_is_raised(tmp_path, monkeypatc
     with pytest.raises(KeyboardInterrupt):
         paths.write_all(tmp_path, {"one.txt": "new", "two.txt": "two"})
     assert snapshot(tmp_path) == before
+
+
+def terminated(signum, frame):
+    raise SystemExit(128 + signum)  # as the CLI's SIGTERM handler does
+
+
+@pytest.mark.parametrize("signum, raised", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, SystemExit)])
+@pytest.mark.parametrize("after", [1, 2])
+def test_a_signal_just_after_a_rename_puts_everything_back_then_interrupts(tmp_path, monkeypatch, signum, raised, after):
+    """A signal between a rename and its record once left that file replaced after "interrupted"."""
+    (tmp_path / "one.txt").write_text("user's one")
+    (tmp_path / "two.txt").write_text("user's two")
+    before = snapshot(tmp_path)
+    real_replace = os.replace
+    renames = []
+
+    def signalled_after_renaming(src, dst):
+        real_replace(src, dst)
+        renames.append(dst)
+        if len(renames) == after:
+            os.kill(os.getpid(), signum)
+
+    monkeypatch.setattr(paths.os, "replace", signalled_after_renaming)
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        with pytest.raises(raised):
+            paths.write_all(tmp_path, {"one.txt": "new one", "two.txt": "new two", "three.txt": "three"})
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    monkeypatch.undo()
+    assert snapshot(tmp_path) == before
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_what_a_killed_write_left_is_cleared_and_nothing_else(tmp_path):
+    dead, alive = dead_pid(), os.getpid()
+    (tmp_path / "sub").mkdir()
+    leftovers = [f".one.txt.{dead}.0123abcd.tmp", f".one.txt.{dead}.deadbeef.bak", f"sub/.two.py.{dead}.00ff00ff.tmp"]
+    kept = [
+        f".one.txt.{alive}.0123abcd.tmp",  # a write still running
+        f".other.txt.{dead}.0123abcd.tmp",  # not a file this write touches
+        ".one.txt.notes.tmp", f".one.txt.{dead}.tmp", f"one.txt.{dead}.0123abcd.bak",  # the user's names
+    ]
+    for name in leftovers + kept:
+        (tmp_path / name).write_text("x")
+    paths.clear_leftovers(tmp_path, ["one.txt", "sub/two.py", "missing/three.txt"])
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()) == sorted(kept)
 
 
 @pytest.mark.parametrize("relative", ["../escape.txt", "/tmp/absolute.txt", "link/inside.txt"])

@@ -125,6 +125,19 @@ def test_force_on_a_generated_project_replaces_only_what_xlacc_wrote(tmp_path):
     assert kept.endswith("// tuned by hand\n")
 
 
+@pytest.mark.parametrize("edited", ["kernel.cc", "myop/reference.py", "myop/jax.py"])
+def test_force_backs_up_a_file_that_is_not_utf8_byte_for_byte(tmp_path, edited):
+    """A Latin-1 byte once made the backup empty and the user's file lost."""
+    scaffold.create(request(tmp_path, platform="cpu"))
+    project = tmp_path / "myop"
+    mine = (project / edited).read_bytes() + "// Autor: J\xfcrgen, hours of my work\n".encode("latin-1")
+    (project / edited).write_bytes(mine)
+    report = scaffold.create(request(tmp_path, platform="cpu", force=True))
+    assert report.data["backups"] == {edited: report.data["backups"][edited]}
+    assert (project / report.data["backups"][edited]).read_bytes() == mine
+    assert (project / edited).read_bytes() != mine
+
+
 def test_force_refuses_when_a_generated_path_is_a_directory_and_writes_nothing(tmp_path):
     project = tmp_path / "myop"
     (project / "kernel.cu").mkdir(parents=True)

@@ -176,6 +176,46 @@ def test_kernel_that_crashes_is_diagnosed_not_raised(tmp_path):
     assert "Ruled out (lowering, registration passed): a legacy function registered as typed FFI" in crash["fix"]
 
 
+def test_a_child_killed_by_sigkill_is_said_to_be_out_of_memory_not_a_crash_of_the_kernel():
+    from xlacc import smoke
+    from xlacc.runtime.runner import ChildResult
+
+    killed = ChildResult(returncode=-9, signal_name="SIGKILL", timed_out=False, output="", records=[{"type": "step", "name": "numerics n=1"}])
+    [finding] = smoke.diagnosis(killed, "the jax harness was killed by SIGKILL during numerics n=1", set())
+    assert finding.code == "kernel-crash" and finding.evidence.endswith("most likely out of memory")
+    assert "out-of-memory killer" in finding.fix and "--sizes" in finding.fix
+
+
+USER_CODE_FAILURES = {
+    "example_inputs without attrs": (
+        "def example_inputs(size, rng, dtype=None):\n    return [np.ones(size, np.float32), np.ones(size, np.float32)]",
+        "lowering", "ExampleInputsError: example_inputs(10007) in add_ffi/reference.py returned list; it returns (operands, attrs)",
+    ),
+    "KeyboardInterrupt in the reference": (
+        "def reference(x, y, *, xp=np):\n    raise KeyboardInterrupt",
+        "numerics n=1", "KeyboardInterrupt",
+    ),
+}
+
+
+@pytest.mark.parametrize("code, check, detail", USER_CODE_FAILURES.values(), ids=USER_CODE_FAILURES)
+def test_failures_in_the_users_python_are_named_in_their_step(tmp_path, code, check, detail):
+    project = new_project(tmp_path, "add_ffi")
+    append(project / project.name / "reference.py", code)
+    exit_code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1")
+    assert exit_code == EXIT_PROBLEM and "child process" not in checks(payload)
+    assert checks(payload)[check]["ok"] is False and checks(payload)[check]["detail"].startswith(detail)
+    assert "kernel-crash" not in codes(payload)
+
+
+def test_jax_platforms_without_the_projects_platform_is_named(tmp_path, monkeypatch):
+    project = new_project(tmp_path, "add_ffi")
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    exit_code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1")
+    assert exit_code == EXIT_PROBLEM
+    assert "JAX_PLATFORMS='cuda' names; a cpu project needs cpu among them" in checks(payload)["jax"]["detail"]
+
+
 def test_platform_string_jax_queues_silently(tmp_path):
     project = new_project(tmp_path, "add_ffi")
     append(project / project.name / "jax.py", 'PLATFORM = "GPU"  # queued by jax, never applied')
@@ -276,7 +316,7 @@ def test_usage_errors_are_one_line(tmp_path):
                            (["--timeout", "0"], "--timeout"),
                            (["--devices", "0"], "--devices")):
         code, payload, stderr = run_smoke(project, *flags)
-        assert code == EXIT_USAGE and payload == {}
+        assert code == EXIT_USAGE and payload == {"exit_code": EXIT_USAGE, "error": stderr.strip().removeprefix("error: ")}
         assert message in stderr and len(stderr.strip().splitlines()) == 1
 
 

@@ -213,6 +213,18 @@ def test_shape_mismatch_fails():
     assert not result.ok and "shape (2, 3)" in result.detail
 
 
+@pytest.mark.parametrize("returned, named", [(None, "NoneType"), ("hello", "str"), ({"out": 1}, "dict"), (object(), "object"), ((x for x in ()), "generator")])
+def test_a_reference_that_returns_no_numbers_is_named_for_what_it_returned(returned, named):
+    result = numerics.compare("out", np.ones(3, np.float32), returned)
+    assert not result.ok and result.detail == f"out: the reference returned {named}, not an array of numbers"
+
+
+def test_integers_from_the_reference_for_a_float_output_are_named_when_they_differ():
+    truncated = numerics.compare("out", np.full(3, 0.5, np.float32), np.zeros(3, np.int32))
+    assert not truncated.ok and truncated.detail.startswith("the reference gives int32 for a float32 output; ")
+    assert numerics.compare("out", np.ones(3, np.float32), np.ones(3, np.int32)).ok  # whole numbers that agree pass
+
+
 def test_tolerance_table():
     assert numerics.tolerance("float32") == (1e-5, 1e-6)
     assert numerics.tolerance("int64") == (0.0, 0.0)

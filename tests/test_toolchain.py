@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
-from xlacc import toolchain
+from xlacc import elf, toolchain
 from xlacc.errors import ToolchainMissing
 
 
@@ -115,6 +117,23 @@ def test_real_nvcc_if_present():
     assert re.fullmatch(r"\d+\.\d+", toolchain.cuda_version(nvcc))
 
 
+@pytest.mark.parametrize("kind", ["file", "empty folder", "missing"])
+def test_an_unusable_cuda_home_is_named_not_silently_passed_over(bare_env, tmp_path, monkeypatch, kind):
+    home = tmp_path / "cuda-home"
+    if kind == "file":
+        home.write_text("not a toolkit")
+    elif kind == "empty folder":
+        home.mkdir()
+    why = {"file": "a file, not a folder", "empty folder": "no bin/nvcc in it", "missing": "no such folder"}[kind]
+    monkeypatch.setenv("CUDA_HOME", str(home))
+    with pytest.raises(ToolchainMissing, match=re.escape(f"$CUDA_HOME={home} not used: {why}")):
+        toolchain.find_nvcc()
+    fake_nvcc(bare_env, "13.0")  # another nvcc is found: used, and the variable's problem said beside it
+    found = toolchain.find_nvcc()
+    assert found.source == "PATH"
+    assert found.describe().endswith(f"(found via PATH); $CUDA_HOME={home} not used: {why}")
+
+
 # -- host compiler --------------------------------------------------------------------------------
 
 
@@ -139,6 +158,24 @@ def test_real_host_compiler():
     cxx = toolchain.find_host_cxx()
     assert cxx.kind in ("g++", "c++", "clang++")
     assert re.fullmatch(r"\d+(\.\d+)+", cxx.version)
+
+
+def test_cxx_may_name_a_launcher_and_the_compiler(bare_env, monkeypatch):
+    fake_tool(bare_env, "launch", 'exec "$@"')
+    fake_tool(bare_env, "g++", 'echo "g++ (Debian 12.2.0-14) 12.2.0"')
+    monkeypatch.setenv("CXX", "launch g++")
+    found = toolchain.find_host_cxx()
+    assert (found.kind, found.version, found.source, found.argv) == ("g++", "12.2.0", "$CXX", [str(bare_env / "launch"), "g++"])
+    assert found.describe() == f"g++ 12.2.0 at {bare_env / 'launch'} g++ (found via $CXX)"
+    monkeypatch.setenv("CXX", "nosuch g++")
+    with pytest.raises(ToolchainMissing, match=r"\$CXX=nosuch g\+\+: nosuch is not an executable file"):
+        toolchain.find_host_cxx()
+
+
+def test_a_compiler_path_with_a_space_in_cxx_is_one_program(bare_env, tmp_path, monkeypatch):
+    compiler = fake_tool(tmp_path / "my tools", "g++", 'echo "g++ (Debian 12.2.0-14) 12.2.0"')
+    monkeypatch.setenv("CXX", str(compiler))
+    assert toolchain.find_host_cxx().argv == [str(compiler)]
 
 
 # -- cuobjdump ------------------------------------------------------------------------------------
@@ -238,3 +275,78 @@ def test_resolve_archs(bare_env):
 
 def test_arch_number():
     assert [toolchain.arch_number(a) for a in ("sm_80", "sm_90a", "sm_100", "compute_75")] == [80, 90, 100, 75]
+
+
+# -- tools asked a question: --version, nvidia-smi, ldconfig ----------------------------------------
+
+
+SLEEP = shutil.which("sleep")  # found before bare_env empties PATH
+
+
+def alive(pid_file: Path, settle: float = 2.0) -> bool:
+    """Whether the process whose pid the file holds still runs ``settle`` seconds on (a SIGKILL takes
+    a moment; a zombie waiting for its reaper does not run)."""
+    give_up = time.monotonic() + settle
+    while True:
+        try:
+            state = Path(f"/proc/{int(pid_file.read_text())}/stat").read_text().rpartition(")")[2].split()[0]
+        except FileNotFoundError:
+            return False
+        if state == "Z":
+            return False
+        if time.monotonic() > give_up:
+            return True
+        time.sleep(0.02)
+
+
+def test_output_that_is_not_utf8_is_read_not_a_crash(bare_env, tmp_path, monkeypatch):
+    fake_tool(bare_env, "g++", r'printf "g++ \377 12.2.0\n"')
+    fake_tool(bare_env, "nvcc", r'printf "release 13.0, V13.0.88 \377\n"')
+    fake_tool(bare_env, "nvidia-smi", r'printf "9.0\n\377\n"')
+    fake_tool(bare_env, "ldconfig", r'printf "\377\376\n\tlibfake.so.1 (libc6,x86-64) => /x/libfake.so.1\n"')
+    assert toolchain.find_host_cxx().version == "12.2.0"
+    assert toolchain.find_nvcc().version == "13.0.88"
+    assert toolchain.visible_gpu_archs() == ["sm_90"]
+    elf._ldconfig_names.cache_clear()
+    try:
+        elf._ldconfig_names()  # the names parsed are the host's ABI's: only that it answers matters here
+    finally:
+        elf._ldconfig_names.cache_clear()
+
+
+@pytest.mark.parametrize("tool", ["nvcc", "nvidia-smi", "ldconfig"])
+def test_a_tool_that_hangs_is_stopped_with_its_children_and_said_to_hang(bare_env, tmp_path, monkeypatch, tool):
+    monkeypatch.setattr(toolchain, "PROBE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(toolchain, "NVIDIA_SMI_TIMEOUT_S", 0.5)
+    pid_file = tmp_path / "child.pid"
+    fake_tool(bare_env, tool, f"{SLEEP} 30 &\necho $! > {pid_file}\nwait")
+    started = time.monotonic()
+    if tool == "nvcc":
+        with pytest.raises(ToolchainMissing, match=r"^nvcc --version did not answer in 0.5 s: xlacc stopped it"):
+            toolchain.find_nvcc()
+    elif tool == "nvidia-smi":
+        archs, why = toolchain.resolve_archs(None)
+        assert archs == list(toolchain.DEFAULT_ARCHS)
+        assert why.startswith("no GPU visible (nvidia-smi did not answer in 0.5 s): default sm_80, sm_90")
+    else:
+        elf._ldconfig_names.cache_clear()
+        try:
+            assert elf._ldconfig_names() == frozenset()
+        finally:
+            elf._ldconfig_names.cache_clear()
+    assert time.monotonic() - started < 5
+    assert not alive(pid_file)
+
+
+def test_a_version_wrapper_that_leaves_a_process_behind_answers_at_once(bare_env, tmp_path):
+    pid_file = tmp_path / "child.pid"
+    nvcc = fake_tool(tmp_path, "nvcc", f'echo "Cuda compilation tools, release 13.0, V13.0.88"\n{SLEEP} 30 &\necho $! > {pid_file}')
+    started = time.monotonic()
+    assert toolchain.find_nvcc(nvcc).version == "13.0.88"
+    assert time.monotonic() - started < 5
+    assert not alive(pid_file)
+
+
+def test_a_failing_nvidia_smi_is_said_to_fail(bare_env):
+    fake_tool(bare_env, "nvidia-smi", 'echo "NVIDIA-SMI has failed"; exit 9')
+    assert toolchain.resolve_archs(None)[1].startswith("no GPU visible (nvidia-smi failed (exit 9)): default")

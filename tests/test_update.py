@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
 
 from xlacc import builder, scaffold, smoke, update
 from xlacc import spec as specmod
+from xlacc.errors import UsageError
 from xlacc.scaffold import NewRequest
 
 
@@ -154,3 +156,61 @@ def test_an_edited_file_without_its_merge_base_is_never_overwritten(project, upg
     assert report.failed and statuses(report)["op/jax.py"] == "conflict"
     assert "# mine" in (project / "op" / "jax.py").read_text()
     assert "def register():  # newer" in (project / "op" / "jax.py.xlacc-new").read_text()
+
+
+def test_a_file_that_is_not_utf8_keeps_its_bytes_and_gets_xlaccs_text_beside_it(project, upgraded_templates):
+    """A Latin-1 byte once made the user's whole file the empty side of a conflict."""
+    bindings = project / "op" / "jax.py"
+    mine = bindings.read_bytes() + "# J\xfcrgen: my edit\n".encode("latin-1")
+    bindings.write_bytes(mine)
+    edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # newer bindings\n")
+
+    report = update.run(update.UpdateRequest(project))
+
+    assert report.failed and statuses(report)["op/jax.py"] == "conflict"
+    assert bindings.read_bytes() == mine
+    assert "import ctypes  # newer bindings" in (project / "op" / "jax.py.xlacc-new").read_text()
+    assert "not UTF-8 text (byte 0xfc on line" in report.checks[[c.name for c in report.checks].index("op/jax.py")].detail
+    again = update.run(update.UpdateRequest(project))  # xlacc's text has not changed since
+    assert not again.failed and statuses(again)["op/jax.py"] == "kept" and bindings.read_bytes() == mine
+
+
+def test_a_file_saved_with_crlf_merges_line_by_line_and_keeps_its_line_endings(project, upgraded_templates):
+    bindings = project / "op" / "jax.py"
+    crlf = bindings.read_text().replace("\n", "\r\n") + "\r\ndef twice(x, y):\r\n    return op(op(x, y), y)\r\n"
+    bindings.write_bytes(crlf.encode())
+    edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # newer bindings\n")
+
+    report = update.run(update.UpdateRequest(project))
+
+    assert not report.failed and statuses(report)["op/jax.py"] == "merged"
+    merged = bindings.read_bytes().decode()
+    assert "import ctypes  # newer bindings\r\n" in merged and "def twice(x, y):\r\n" in merged
+    assert merged.count("\r\n") == merged.count("\n")
+
+
+def test_a_conflict_in_a_crlf_file_is_marked_with_crlf_and_found_by_build(project, upgraded_templates):
+    bindings = project / "op" / "jax.py"
+    bindings.write_bytes(bindings.read_text().replace("import ctypes\n", "import ctypes  # mine\n").replace("\n", "\r\n").encode())
+    edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # theirs\n")
+    assert update.run(update.UpdateRequest(project)).failed
+    assert b"<<<<<<< yours\r\nimport ctypes  # mine\r\n=======\r\nimport ctypes  # theirs\r\n>>>>>>> xlacc\r\n" in bindings.read_bytes()
+    built = builder.build_spec(specmod.load(project))
+    assert not built.ok and [f.code for f in built.findings] == ["update-conflict"]
+
+
+@pytest.mark.parametrize("path", ["op/jax.py", "kernel.cc", "op/reference.py"])
+@pytest.mark.parametrize("kind", ["directory", "named pipe"])
+def test_a_generated_file_that_is_not_a_regular_file_is_a_one_line_error_and_nothing_is_written(project, path, kind):
+    target = project / path
+    target.unlink()
+    if kind == "directory":
+        target.mkdir()
+    else:
+        os.mkfifo(target)
+    edit(project / specmod.SPEC_FILE, 'api = "ffi"', 'api = "legacy"')  # xlacc's files change
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    with pytest.raises(UsageError, match=f"{path}.* not a (regular )?file: .*nothing was written") as info:
+        update.run(update.UpdateRequest(project))
+    assert "\n" not in str(info.value)
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before

@@ -185,6 +185,63 @@ def test_sizes_read_from_dims_give_example_inputs_that_many_dims():
     assert elementwise.rank_checks() == [] and set(elementwise.example_shapes(SimpleNamespace(inputs=[SimpleNamespace(name="a"), SimpleNamespace(name="b")], outputs=[])).values()) == {("(size,)", "a"), ("(size,)", "b")}
 
 
+NAMESPACED_CPU = """namespace my {
+struct Copy { const float* a; float* b; int n; };
+namespace inner {
+void copy(Copy params) { for (int i = 0; i < params.n; ++i) params.b[i] = params.a[i]; }
+}
+inline namespace v1 { namespace { } void twice(const float* a, float* b, int n) { for (int i = 0; i < n; ++i) b[i] = 2 * a[i]; } }
+}
+"""
+
+
+def test_a_function_in_a_namespace_is_called_by_its_qualified_name_and_so_is_its_struct(tmp_path):
+    """A kernel inside a namespace was once called unqualified: `identifier "nk" is undefined`."""
+    source = user_kernel(tmp_path, "namespaced.cc", NAMESPACED_CPU)
+    copy = wrap.read(source, "copy", {})
+    assert (copy.function, copy.callee) == ("copy", "my::inner::copy") and copy.arguments[0].c_type == "my::Copy"
+    assert wrap.read(source, "twice", {}).callee == "my::v1::twice"
+    assert wrap.read(NOTE_000, None, {}).callee == "SimpleAddKernel"
+
+
+@needs_gxx
+def test_a_project_wrapping_a_namespaced_function_builds(tmp_path):
+    spec = new(tmp_path, "copy_op", user_kernel(tmp_path, "namespaced.cc", NAMESPACED_CPU), kernel="copy")
+    launch = (spec.root / "launch.cc").read_text()
+    assert "  my::Copy params{};" in launch and "  my::inner::copy(params);" in launch
+    result = builder.build_spec(spec)
+    assert result.ok, [c for c in result.checks if not c.ok] + result.findings
+
+
+@pytest.mark.parametrize(
+    "function, suffix, op_named",
+    [
+        ("kern_launch", ".cu", True), ("xlacc_kern_ffi", ".cu", True), ("kern_ffi_impl", ".cu", True), ("kern_dispatch", ".cc", True),
+        ("blocks", ".cu", False), ("stream", ".cc", False), ("xlacc", ".cc", False),
+    ],
+)  # fmt: skip
+def test_a_function_named_like_the_generated_code_is_refused_before_anything_is_written(tmp_path, function, suffix, op_named):
+    """Such a kernel once gave a project whose build failed on xlacc's own code."""
+    qualifier = "__global__ " if suffix == ".cu" else ""
+    source = user_kernel(tmp_path, f"k{suffix}", f"{qualifier}void {function}(const float* a, float* b, int n) {{ }}\n")
+    with pytest.raises(UsageError, match=rf"`{function}` is a name the code xlacc generates for op 'kern' uses too: give the op another name, or wrap another function of yours with --kernel; nothing was written"):
+        new(tmp_path, "kern", source)
+    assert not (tmp_path / "kern").exists()
+    if op_named:  # a name made from the op's: another op name is free of it
+        assert new(tmp_path, "other", source).origin.function == function
+
+
+def test_the_file_to_wrap_may_not_be_one_that_new_writes(tmp_path):
+    """`--from launch.cu` in the project folder was once replaced by a launch.cu that included itself."""
+    project = tmp_path / "selfop"
+    source = project / "launch.cu"
+    project.mkdir()
+    source.write_text("__global__ void nk(const float* a, float* b, int n) { }\n")
+    with pytest.raises(UsageError, match=r"--from .*launch.cu: xlacc new writes launch.cu in .*selfop, and would replace it: .*nothing was written"):
+        scaffold.create(scaffold.NewRequest(name="selfop", from_file=source, frameworks=["jax"], directory=project, force=True))
+    assert sorted(p.name for p in project.iterdir()) == ["launch.cu"]
+
+
 # -- projects -----------------------------------------------------------------------------------
 
 

@@ -53,7 +53,7 @@ COMPILER_HEAD_BYTES = 256 * 1024  # of its output: the first errors...
 COMPILER_TAIL_BYTES = 256 * 1024  # ...and the last (the link, the count of errors)
 # The compiler could not write (a folder it may not write to, a full disk): not the sources' fault.
 WRITE_FAILURE = re.compile(
-    r"^.*(?:cannot open output file|could not open output file|error writing to|"
+    r"^\S.*(?:cannot open output file|could not open output file|error writing to|"
     r"No space left on device|Disk quota exceeded|Read-only file system|File too large).*$",
     re.MULTILINE | re.IGNORECASE,
 )
@@ -303,16 +303,23 @@ def _default_output(library: Path, *, roots: tuple[Path, ...], sources: tuple[Pa
     if library.is_symlink() or not library.is_file() or paths.is_shared_library(library):
         return paths.library_output(library, roots=roots, sources=sources, origin=str(library))
     leftover = paths.resolve_inside(library, roots, str(library))
-    if any(paths.real(source) == leftover for source in sources):
+    if any(paths.real(source) == leftover or _same_file(source, leftover) for source in sources):
         return paths.library_output(library, roots=roots, sources=sources, origin=str(library))
     paths.check_directory(leftover.parent, str(library))
     return leftover
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def _check_request(request: BuildRequest) -> None:
     """Flags given a value that names nothing are refused, not read as their default."""
     if request.output is not None and str(request.output) == "-":
-        raise UsageError("--library -: xlacc writes the library to a file, not to stdout; name one such as build/libNAME.so")
+        raise UsageError("-o/--library -: xlacc writes the library to a file, not to stdout; name one such as build/libNAME.so")
     if request.archs is not None and not request.archs.strip():
         raise UsageError("--arch takes GPU archs such as sm_80,sm_90; got an empty value")
     if any(not value.replace(",", "").strip() for value in request.symbols):
@@ -599,7 +606,7 @@ def compile_command(compiler: toolchain.Compiler, target: Target, archs: list[st
     else:
         hide = list(HOST_HIDE_SYMBOLS) if target.hide_symbols else []
         flags = [*HOST_FLAGS, *hide, *include, *defines, *target.flags]
-    return [str(compiler.path), *flags, *sources, *output]
+    return [*compiler.argv, *flags, *sources, *output]
 
 
 def _archs_compile_in_parallel(compiler: toolchain.Compiler, archs: list[str], user_flags: tuple[str, ...]) -> bool:
@@ -851,10 +858,10 @@ def _compile(plan: Plan, options: Options) -> CompileOutcome:
             )
         text = output.text().replace(str(temporary), paths.shown(library, plan.target.root))
         problem = _not_a_library(temporary) if ended.returncode == 0 else None
-        wrote = _wrote_no_library(problem) if problem is not None else ""
-        if problem is None and ended.returncode == 0:
-            os.replace(temporary, library)
         ok = ended.returncode == 0 and problem is None
+        if ok:
+            os.replace(temporary, library)
+        wrote = _wrote_no_library(problem) if problem is not None else ""
         return CompileOutcome(ok, ended.returncode, text + (f"\n{wrote}" if wrote else ""), time.perf_counter() - started, wrote)
     except OSError as exc:
         return CompileOutcome(False, -1, f"{plan.compiler.path}: {exc.strerror or exc}", time.perf_counter() - started)
@@ -880,7 +887,7 @@ def _not_a_library(path: Path) -> str | None:
 def _wrote_no_library(problem: str) -> str:
     if not problem:
         return NO_LIBRARY_WRITTEN
-    return f"it exited 0 but the file it wrote is not a shared library ({problem}); the library there, if any, is kept"
+    return f"it exited 0, but the file it wrote is not a shared library: {problem}; the library there, if any, is kept"
 
 
 @contextmanager

@@ -5,8 +5,9 @@ Two records, written whenever xlacc writes a project's files:
   of the signature, and a digest of each file's text as written (an edited file no longer matches);
 - ``.xlacc/base/``: each file's text as written, the common ancestor ``xlacc update`` merges from.
 
-A file xlacc would replace that the user has edited is backed up under ``.xlacc/backup/`` first
-(``new --force``), or merged (``update``).
+A file xlacc would replace that the user has edited is backed up under ``.xlacc/backup/`` first,
+byte for byte (``new --force``), or merged (``update``). A file that is not UTF-8 is never xlacc's,
+and is never read as text that lost its bytes (``NotText``).
 """
 
 from __future__ import annotations
@@ -87,10 +88,10 @@ def read_bytes(path: Path) -> bytes | None:
 def read_text(path: Path) -> str | None:
     """A project file's text; None when it does not exist; NotText when it is not UTF-8."""
     data = read_bytes(path)
-    return None if data is None else decoded(path, data)
+    return None if data is None else _decoded(path, data)
 
 
-def decoded(path: Path, data: bytes) -> str:
+def _decoded(path: Path, data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -207,19 +208,21 @@ def check_writable(directory: Path, relative: str) -> Path:
 
 def write_all(directory: Path, files: dict[str, str | bytes]) -> None:
     """All or nothing (xlacc.paths.write_all); a file that already holds its text is left alone.
-    What an earlier, killed write of these files left beside them goes first."""
+    What an earlier, killed write left beside these files goes first."""
     from xlacc import paths
 
-    paths.clear_leftovers(directory, [*files, *_backed_up(directory, files)])
+    paths.clear_leftovers(directory, _earlier_writes(directory, files))
     changed = {relative: data for relative, data in files.items() if read_bytes(directory / relative) != _encoded(data)}
     if changed:
         paths.write_all(directory, changed)
 
 
-def _backed_up(directory: Path, files: dict[str, str | bytes]) -> list[str]:
-    """Where earlier runs of ``xlacc new --force`` kept these files."""
-    folders = sorted(p for p in (directory / BACKUP_DIR).glob("*") if p.is_dir() and not p.is_symlink())
-    return [f"{BACKUP_DIR}/{folder.name}/{path}" for folder in folders for path in files if not path.startswith(".xlacc/")]
+def _earlier_writes(directory: Path, files: dict[str, str | bytes]) -> list[str]:
+    """What earlier runs may have been writing: these files, the project files whose merge bases
+    are among them (a run writes the base of each file it generates), and their backups."""
+    project_files = [path.removeprefix(f"{BASE_DIR}/") for path in files if path.startswith(f"{BASE_DIR}/")]
+    folders = sorted(p.name for p in (directory / BACKUP_DIR).glob("*") if p.is_dir() and not p.is_symlink())
+    return [*files, *project_files, *(f"{BACKUP_DIR}/{folder}/{path}" for folder in folders for path in project_files)]
 
 
 def _encoded(data: str | bytes) -> bytes:

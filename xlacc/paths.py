@@ -117,7 +117,7 @@ def library_output(path: Path, *, roots: Sequence[Path], sources: Iterable[Path]
     ``origin`` is the path as the user gave it (``-o 'k.cc'``, ``demo/xlacc.toml: [build.output] 'k.cc'``).
     """
     resolved = resolve_inside(path, roots, origin)
-    if any(resolved == real(source) or _same_file(resolved, source) for source in sources):
+    if any(resolved == real(source) or same_file(resolved, source) for source in sources):
         raise UsageError(f"{origin} is one of the sources: the library would replace it; nothing was written")
     if resolved.is_dir():
         raise UsageError(f"{origin} is a directory: name the library file, such as build/libNAME.so")
@@ -144,7 +144,7 @@ def make_directory(directory: Path) -> None:
         raise UsageError(f"cannot create {directory}: {exc.strerror or exc}") from None
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:

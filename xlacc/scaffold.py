@@ -10,6 +10,7 @@ by ``xlacc update``. Every file's text as written is recorded (``xlacc.generated
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from xlacc import __version__, generated, sharding, transforms
+from xlacc import __version__, generated, paths, sharding, transforms
 from xlacc import spec as specmod
 from xlacc.errors import SpecError, UsageError
 from xlacc.report import Check, Report
@@ -346,9 +347,14 @@ def owner_of(spec: Spec, path: str) -> str:
 
 def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
     """Project-relative path -> file text, for every file the spec calls for."""
+    return _render(spec, meta, _wrapped_context(spec))
+
+
+def _render(spec: Spec, meta: dict[str, Any], wrapped: dict[str, Any], only: set[str] | None = None) -> dict[str, str]:
+    """``render`` with the wrapped kernel's call already read; ``only`` these paths (unchecked)."""
     env = _environment(str(templates_root()))
     context = {
-        **_wrapped_context(spec),
+        **wrapped,
         "spec": spec,
         "template_meta": meta,
         "dtype_info": specmod.DTYPE_INFO,
@@ -368,9 +374,11 @@ def render(spec: Spec, meta: dict[str, Any]) -> dict[str, str]:
     }
     files = {}
     for entry, path in files_for(spec):
-        source = entry.source.format(template=spec.template, suffix=spec.suffix)
-        files[path] = env.get_template(source).render(context)
-    _self_check(spec, files)
+        if only is None or path in only:
+            source = entry.source.format(template=spec.template, suffix=spec.suffix)
+            files[path] = env.get_template(source).render(context)
+    if only is None:
+        _self_check(spec, files)
     return files
 
 
@@ -409,7 +417,7 @@ def _self_check(spec: Spec, files: dict[str, str]) -> None:
 
 def create(request: NewRequest) -> Report:
     spec, meta = spec_for(request)
-    files = render(spec, meta)
+    files = _render(spec, meta, _checked_wrapping(request, spec, meta))
     files[specmod.SPEC_FILE] = generated.with_record(files[specmod.SPEC_FILE], spec, files)
     directory = spec.root
     shown = Path(request.directory or spec.name)
@@ -432,3 +440,72 @@ def create(request: NewRequest) -> Report:
 
 def _role(spec: Spec, path: str) -> str:
     return next((entry.role for entry, p in files_for(spec) if p == path), "")
+
+
+# -- xlacc new --from: the user's kernel, and the code around it ------------------------------------
+
+CXX_IGNORED = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|^[ \t]*#[ \t]*include[^\n]*', re.DOTALL | re.MULTILINE)
+CXX_TOKEN = re.compile(r"(?P<qualified>(?:::|\.|->)\s*[A-Za-z_]\w*)|(?P<name>[A-Za-z_]\w*)|(?P<open>[{(\[])|(?P<close>[})\]])")
+
+
+def _checked_wrapping(request: NewRequest, spec: Spec, meta: dict[str, Any]) -> dict[str, Any]:
+    """The wrapped kernel's call (nothing without --from), once its file is known to stay as it is
+    and its name not to be one the generated code uses."""
+    if spec.origin is None:
+        return {}
+    _check_kernel_is_not_written(request, spec)
+    wrapped = _wrapped_context(spec)
+    _check_wrapped_name(request, spec, meta, wrapped)
+    return wrapped
+
+
+def _check_kernel_is_not_written(request: NewRequest, spec: Spec) -> None:
+    """The file ``--from`` names stays as it is: it must not be one of the files ``new`` writes."""
+    kernel = Path(os.path.normpath(spec.root / spec.origin.file))
+    for _, path in files_for(spec):
+        for target in (spec.root / path, spec.root / generated.BASE_DIR / path):
+            if paths.real(target) == paths.real(kernel) or paths.same_file(target, kernel):
+                raise UsageError(
+                    f"--from {request.from_file}: xlacc new writes {path} in {request.directory or spec.name}, and would replace it: "
+                    "move the kernel out of the project folder or choose another --dir; nothing was written"
+                )
+
+
+def _check_wrapped_name(request: NewRequest, spec: Spec, meta: dict[str, Any], wrapped: dict[str, Any]) -> None:
+    """The wrapped function's name must not be one the generated code declares or sees where it
+    calls the function (its launch function, handlers, symbols, the launch's locals): the call
+    would reach xlacc's code, or the library would not build. Found by rendering that code with a
+    stand-in name and reading the names it holds."""
+    function = wrapped["wrapped"]
+    if "::" in function.callee:  # called with its namespace: xlacc's names cannot hide it
+        return
+    other_name = f"xlacc_stand_in_for_{function.function}"
+    stand_in = {**wrapped, "wrapped": dataclasses.replace(function, function=other_name, callee=other_name)}
+    code = _render(spec, meta, stand_in, only={spec.kernel_file, spec.entry_file})
+    if function.function in _names_seen(code[spec.kernel_file]) | _names_declared(code[spec.entry_file]):
+        raise UsageError(
+            f"--from {request.from_file}: `{function.function}` is a name the code xlacc generates for op {spec.name!r} uses too: "
+            "give the op another name, or wrap another function of yours with --kernel; nothing was written"
+        )
+
+
+def _names_seen(code: str) -> set[str]:
+    """The unqualified names C++ code uses (comments, strings and #include lines aside)."""
+    return {token["name"] for token in CXX_TOKEN.finditer(CXX_IGNORED.sub(" ", code)) if token["name"]}
+
+
+def _names_declared(code: str) -> set[str]:
+    """The unqualified names C++ code uses outside function bodies and parameter lists: what it
+    declares in its namespaces, and the types it names there."""
+    names: set[str] = set()
+    inside: list[bool] = []  # per open bracket: whether it is a namespace's, whose names count
+    previous = ["", ""]
+    for token in CXX_TOKEN.finditer(CXX_IGNORED.sub(" ", code)):
+        if token["open"]:
+            inside.append(token["open"] == "{" and "namespace" in previous)
+        elif token["close"] and inside:
+            inside.pop()
+        elif token["name"] and all(inside):
+            names.add(token["name"])
+        previous = [previous[-1], token["name"] or token.group()]
+    return names

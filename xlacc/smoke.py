@@ -40,6 +40,10 @@ OUTPUT_TAIL_LINES = 20
 CHILD_ENV = {"PYTHONFAULTHANDLER": "1"}
 # A finding the harness made from what it saw beats the same code guessed from output text.
 CHILD_FINDING_LIKELIHOOD = 0.9
+KILLED_FROM_OUTSIDE_FIX = (
+    "SIGKILL comes from outside the process, most often the out-of-memory killer (`dmesg | grep -i 'killed process'`): "
+    "run smaller problems (`--sizes`), or make example_inputs and the reference allocate less."
+)
 # The harnesses check jax's registries themselves: where one found what is wrong with the
 # registration, the text rules' guesses at it from the same run's output are noise.
 REGISTRATION_MEASURED = frozenset({"platform-name", "api-version-mismatch", "api-version-invalid", "target-not-registered"})
@@ -217,6 +221,8 @@ def diagnosis(result: ChildResult, how: str, already: set[str]) -> list[Finding]
         return findings
     crashes = [f for f in findings if f.code == "kernel-crash"]
     others = [f for f in findings if f.code != "kernel-crash"]
+    if result.signal_name == "SIGKILL":  # sent from outside: no crash of the kernel's ends this way
+        return others + [make_finding("kernel-crash", f"{how}: most likely out of memory", fix=KILLED_FROM_OUTSIDE_FIX, likelihood=CHILD_FINDING_LIKELIHOOD)]
     if not crashes:
         return others + [make_finding("kernel-crash", how, likelihood=CHILD_FINDING_LIKELIHOOD)]
     crash = max(crashes, key=lambda f: f.likelihood)  # the signal and the crash text: one finding

@@ -5,11 +5,11 @@ Per file: one that is still as xlacc wrote it is replaced by the new text; one t
 merged three ways (the text xlacc wrote last time from ``.xlacc/base``, the user's text, the new
 text), as copier does; a conflict is left marked in the file and reported, with exit code 1.
 Line endings do not conflict: the LF forms are merged, and the result keeps the user's endings. A
-file xlacc cannot read as text (not UTF-8, not a regular file) is never merged: it stays byte for
-byte as it is, and xlacc's new text, when it changed, goes beside it (``FILE.xlacc-new``), a
-conflict too. ``--dry-run`` shows the diffs and writes nothing. A project wrapping the user's
-kernel (``[from]``) whose parameters no longer match the op in xlacc.toml is refused, saying what
-to change there.
+file that is not UTF-8 text is never merged: it stays byte for byte as it is, and xlacc's new
+text, when it changed, goes beside it (``FILE.xlacc-new``), a conflict too; one that is not a
+regular file (a directory, a pipe) is a one-line error before anything is written. ``--dry-run``
+shows the diffs and writes nothing. A project wrapping the user's kernel (``[from]``) whose
+parameters no longer match the op in xlacc.toml is refused, saying what to change there.
 """
 
 from __future__ import annotations
@@ -85,11 +85,7 @@ def kernel_text(directory: Path, spec: specmod.Spec, outcomes: list[FileOutcome]
     outcome = next((o for o in outcomes if o.path == spec.kernel_file), None)
     if outcome is not None and outcome.text is not None:
         return outcome.text
-    try:
-        data = generated.read_bytes(directory / spec.kernel_file) or b""
-    except UsageError:  # not a regular file: its outcome says so
-        return ""
-    return data.decode("utf-8", "replace")
+    return (generated.read_bytes(directory / spec.kernel_file) or b"").decode("utf-8", "replace")  # notes only
 
 
 def launch_changes(spec: specmod.Spec, kernel: str) -> list[str]:
@@ -110,8 +106,10 @@ def launch_changes(spec: specmod.Spec, kernel: str) -> list[str]:
 def outcome_for(directory: Path, path: str, new: str | None, recorded: str | None, owner: str) -> FileOutcome:
     try:
         current = generated.read_text(directory / path)
-    except UsageError as exc:  # not UTF-8 text, not a regular file, too large: not xlacc's, never merged
+    except generated.NotText as exc:  # not xlacc's, and never merged
         return left_as_it_is(directory, path, new, without_path(exc, directory / path))
+    except UsageError as exc:  # not a regular file, or too large
+        raise UsageError(f"{exc}: xlacc update reads each file it wrote; move it away (or restore the file); nothing was written") from None
     edited = current is not None and recorded is not None and generated.file_digest(path, current) != recorded
     if current is None:
         if new is None:
@@ -131,7 +129,7 @@ def outcome_for(directory: Path, path: str, new: str | None, recorded: str | Non
 
 
 def left_as_it_is(directory: Path, path: str, new: str | None, why: str) -> FileOutcome:
-    """A file xlacc cannot read as text keeps its bytes; xlacc's new text, when it changed, goes beside it."""
+    """A file that is not UTF-8 keeps its bytes; xlacc's new text, when it changed, goes beside it."""
     if new is None:
         return FileOutcome(path, "kept", None, f"{why}; no longer generated")
     if base_text(directory, path) == new:

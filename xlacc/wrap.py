@@ -17,6 +17,9 @@ grid, which xlacc would only guess.
 - a ``cudaStream_t`` the call's stream;
 - a struct passed by value: each field by the same rules, filled in before the launch.
 
+A function (or struct) inside a namespace is named with it (``my::inner::scale``): the launch
+code is outside the user's namespaces.
+
 A tensor whose dims ``--size`` reads (``INPUT.shape[K]``) must have them: the launch function
 checks its rank before the call, and ``reference.example_inputs`` starts with inputs of that rank.
 
@@ -28,6 +31,7 @@ there (:func:`check_spec`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -105,6 +109,7 @@ class Wrapped:
     """What the generated launch function does, and the op's signature, from the kernel's source."""
 
     function: str
+    callee: str  # how the launch code names it: with the namespaces it is defined in (``my::scale``)
     is_kernel: bool  # __global__: launched with <<<...>>>; else called
     template: bool  # instantiated with the op's element type T
     returns_error: bool  # a host function returning cudaError_t
@@ -216,14 +221,60 @@ def read(path: Path, function: str | None, sizes: dict[str, str], attrs: set[str
             raise UsageError(
                 f"{asking.size_value.format(name=name, expression=expression)}: {referenced!r} is not a tensor of {chosen.short_name} ({', '.join(sorted(tensors))})"
             )
+    callee, arguments = _in_namespaces(text, chosen, arguments)
     return Wrapped(
         function=chosen.short_name,
+        callee=callee,
         is_kernel=chosen.is_kernel,
         template=element_type is not None,
         returns_error=chosen.return_type.replace("const ", "").strip() in ("cudaError_t", "cudaError"),
         arguments=arguments,
         sizes=dict(sizes),
     )
+
+
+def _in_namespaces(text: str, function, arguments: list[Argument]) -> tuple[str, list[Argument]]:
+    """How code outside every namespace names ``function`` (``outer::inner::name``), and the
+    arguments with each struct's type named so too. An anonymous namespace adds nothing: its names
+    are seen from the one around it."""
+    from xlacc.parsers import cxx
+
+    if function.from_macro is not None:  # its offsets are in the macro's expansion, not in ``text``
+        return function.name, arguments
+    root = cxx._parser().parse(text.encode("utf-8", errors="replace")).root_node
+    start = function.body_range[0]
+    callee = _namespace_of(root.descendant_for_byte_range(start, start)) + function.name
+    scoped = [
+        dataclasses.replace(a, c_type=_namespace_of(_struct_node(root, a.c_type)) + a.c_type) if a.kind == "struct" and "::" not in a.c_type else a
+        for a in arguments
+    ]
+    return callee, scoped
+
+
+def _namespace_of(node) -> str:
+    """``outer::inner::`` for a syntax node inside those namespaces ("" for None or outside any)."""
+    scopes = []
+    while node is not None:
+        name = node.child_by_field_name("name") if node.type == "namespace_definition" else None
+        if name is not None:
+            scopes.append(name.text.decode("utf-8", "replace") + "::")
+        node = node.parent
+    return "".join(reversed(scopes))
+
+
+def _struct_node(root, name: str):
+    """The definition of struct (or class) ``name``: the first with a body."""
+    from xlacc.parsers import cxx
+
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None:
+            found = node.child_by_field_name("name")
+            if found is not None and found.text.decode("utf-8", "replace") == name:
+                return node
+        pending.extend(reversed([child for child in node.children if child.type in cxx.CONTAINERS]))
+    return None
 
 
 def _choose(source, path: Path, function: str | None, asking: Asking = FLAGS):

@@ -41,6 +41,10 @@ def parse_args(argv: list[str] | None, description: str) -> argparse.Namespace:
     return args
 
 
+class ExampleInputsError(Exception):
+    """The reference's example_inputs failed, or returned something else than (operands, attrs)."""
+
+
 @dataclass
 class Project:
     spec: spec_mod.Spec
@@ -51,9 +55,16 @@ class Project:
         return getattr(self.reference_module, self.spec.reference_function)
 
     def example_inputs(self, size: int, rng: Any, dtype: str | None) -> tuple[list[Any], dict[str, Any]]:
+        """The user's example_inputs(size, rng[, dtype]); what goes wrong in it is named as its own."""
+        where = f"example_inputs({size}) in {self.spec.reference_file}"
         make = self.reference_module.example_inputs
-        operands, attrs = make(size, rng) if dtype is None else make(size, rng, dtype)
-        return list(operands), dict(attrs)
+        try:
+            made = make(size, rng) if dtype is None else make(size, rng, dtype)
+        except Exception as exc:  # the user's code: its failure is the answer
+            raise ExampleInputsError(f"{where}: {first_line(exc)}") from exc
+        if not (isinstance(made, (tuple, list)) and len(made) == 2 and isinstance(made[0], (tuple, list)) and isinstance(made[1], dict)):
+            raise ExampleInputsError(f"{where} returned {type(made).__name__}; it returns (operands, attrs): a list of arrays and a dict")
+        return list(made[0]), dict(made[1])
 
     def bytes_moved(self, operands: list[Any], outputs: list[Any]) -> int:
         counter = getattr(self.reference_module, "bytes_moved", None)
@@ -146,7 +157,7 @@ class Harness:
         self.writer.step(name)
         try:
             yield
-        except Exception as exc:  # the harness reports every failure of the user's code
+        except (Exception, KeyboardInterrupt) as exc:  # every failure of the user's code (the harness has its own session: no terminal's Ctrl-C reaches it)
             traceback.print_exc(file=sys.stderr)
             sys.stderr.flush()
             self.check(check_name or name, False, first_line(exc))
@@ -195,7 +206,8 @@ class Harness:
         outputs = self.run_op(operands, attrs)
         expected = as_tuple(self.project.reference(*[numerics.widen(a) for a in operands], **attrs))
         if len(outputs) != len(expected):
-            self.check(f"numerics {label}", False, f"the op returns {len(outputs)} outputs, the reference {len(expected)}")
+            names = ", ".join(t.name for t in self.spec.results)
+            self.check(f"numerics {label}", False, f"the op returns {len(outputs)} outputs ({names}), the reference {len(expected)} values: it returns one array per output")
             return problem
         results = [
             numerics.compare(out_spec.name, out, ref, self.args.rtol, self.args.atol)

@@ -12,6 +12,7 @@ machine where jax sees no GPU: registration and lowering ran and passed, executi
 from __future__ import annotations
 
 import functools
+import os
 import statistics
 import sys
 import time
@@ -181,13 +182,18 @@ class JaxHarness(Harness):
         Asking creates the backends, so registrations made later apply at once."""
         import jax
 
-        if self.spec.platform == "cpu":
-            self.device = jax.devices("cpu")[0]
-            return
+        chosen = os.environ.get("JAX_PLATFORMS", "").strip()
         try:
-            self.device = jax.devices("gpu")[0]
-        except RuntimeError:  # this jax has no GPU backend, or sees no GPU
-            self.device = None
+            if self.spec.platform == "cpu":
+                self.device = jax.devices("cpu")[0]
+                return
+            try:
+                self.device = jax.devices("gpu")[0]
+            except RuntimeError:  # this jax has no GPU backend, or sees no GPU
+                self.device = None
+        except AssertionError:  # jax's only word when JAX_PLATFORMS names a platform it cannot start
+            raise RuntimeError(f"jax could not start the platforms JAX_PLATFORMS={chosen!r} names; a {self.spec.platform} project needs "
+                               f"{'cpu' if self.spec.platform == 'cpu' else 'cuda'} among them (or JAX_PLATFORMS unset)") from None
 
     # -- 1. registration ------------------------------------------------------------------------
     def check_registration(self) -> None:

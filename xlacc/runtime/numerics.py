@@ -5,7 +5,7 @@ Runs in the harness (child) process; needs NumPy (and ml_dtypes for bf16 arrays,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -45,9 +45,19 @@ class Comparison:
 def compare(label: str, actual: Any, expected: Any, rtol: float | None = None, atol: float | None = None) -> Comparison:
     """``actual`` (the custom call's output) against ``expected`` (the reference, any precision)."""
     actual = np.asarray(actual)
+    not_numbers = _not_numbers(expected)
+    if not_numbers:
+        return Comparison(False, f"{label}: the reference returned {not_numbers}, not an array of numbers", np.inf, np.inf)
     expected = np.asarray(expected)
     if actual.shape != expected.shape:
         return Comparison(False, f"{label}: shape {actual.shape} but the reference gives {expected.shape}", np.inf, np.inf)
+    compared = _compare_values(label, actual, expected, rtol, atol)
+    if not compared.ok and actual.dtype.kind in "fc" and expected.dtype.kind in "biu":
+        return replace(compared, detail=f"the reference gives {expected.dtype.name} for a {actual.dtype.name} output; {compared.detail}")
+    return compared
+
+
+def _compare_values(label: str, actual: np.ndarray, expected: np.ndarray, rtol: float | None, atol: float | None) -> Comparison:
     rtol, atol = tolerance(actual.dtype.name, rtol, atol)
     got, want = widen(actual).astype(np.float64), widen(expected).astype(np.float64)
     if got.size == 0:
@@ -66,6 +76,20 @@ def compare(label: str, actual: Any, expected: Any, rtol: float | None = None, a
     if count:
         return Comparison(False, f"{count} of {got.size} elements outside tolerance; {summary}", float(abs_err.max()), float(rel_err.max()))
     return Comparison(True, summary, float(abs_err.max()), float(rel_err.max()))
+
+
+NOT_NUMBER_KINDS = "OSUMm"  # objects, strings, dates; bfloat16 and the like (kind V) are numbers
+
+
+def _not_numbers(value: Any) -> str | None:
+    """What a reference returned instead of numbers (None, a string, a dict...), named; None when numbers."""
+    if value is None or isinstance(value, (str, bytes, dict)):
+        return type(value).__name__
+    try:
+        kind = np.asarray(value).dtype.kind
+    except (TypeError, ValueError):  # ragged, or not convertible at all
+        return type(value).__name__
+    return type(value).__name__ if kind in NOT_NUMBER_KINDS else None
 
 
 def _errors(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
