@@ -94,7 +94,8 @@ class TransformChecks:
         if bad is not None:
             self.h.check("vmap", False, f"{shape}: example results differ from the unbatched call: {bad.detail}")
         elif transforms.folding_inputs(self.spec) is None:  # right, one launch at a time, and saying why
-            self.h.check("vmap", True, f"{shape}: each example matches the unbatched call; one launch per example ({loops} loop): {transforms.describe_vmap(self.spec)}")
+            why = transforms.describe_vmap(self.spec).rpartition(": ")[2]  # "vmap: one launch per example (jax.lax.map): WHY"
+            self.h.check("vmap", True, f"{shape}: each example matches the unbatched call; one launch per example ({loops} loop): {why}")
         elif launches == 1 and not loops:
             self.h.check("vmap", True, f"{shape}: one launch (1 custom call to {self.spec.target}, no loop); each example matches the unbatched call")
         else:
