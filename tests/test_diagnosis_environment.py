@@ -30,6 +30,7 @@ class World:
         self.executables: dict[str, str] = {}
         self.outputs: dict[str, tuple[int, str]] = {}
         self.nvcc: Compiler | None = Compiler(Path("/usr/local/cuda/bin/nvcc"), "13.0.48", "nvcc", "PATH")
+        self.cxx: Compiler | None = Compiler(Path("/usr/bin/g++"), "12.2.0", "g++", "PATH")
         self.include: Path | None = None
         for variable in ("PJRT_DEVICE", "XLA_FLAGS", *environment.INCLUDE_PATH_VARIABLES, *environment.JAX_ALLOCATOR_SETTINGS):
             monkeypatch.delenv(variable, raising=False)
@@ -38,6 +39,7 @@ class World:
         monkeypatch.setattr(environment, "module_source_version", self.sources.get)
         monkeypatch.setattr(environment, "run_command", self._run)
         monkeypatch.setattr(environment, "nvcc_compiler", self._nvcc)
+        monkeypatch.setattr(environment, "host_compiler", self._cxx)
         monkeypatch.setattr(environment, "jaxlib_include", lambda: self.include)
 
     def _run(self, argv, timeout=None):
@@ -48,6 +50,11 @@ class World:
         if self.nvcc is None:
             raise ToolchainMissing("no nvcc found: install a CUDA toolkit")
         return self.nvcc
+
+    def _cxx(self):
+        if self.cxx is None:
+            raise ToolchainMissing("no C++ compiler found: install g++")
+        return self.cxx
 
     def gpu(self, listing: str = H200) -> None:
         self.executables["nvidia-smi"] = "/usr/bin/nvidia-smi"
@@ -83,7 +90,15 @@ def test_a_healthy_gpu_machine_is_clean(world):
     assert result["checks"]["GPUs"].detail == "NVIDIA H200 (sm_90); driver 570.86.15"
     assert result["checks"]["nvcc"].detail.startswith("13.0.48 (CUDA 13.0)")
     assert "FFI API 0.3" in result["checks"]["XLA FFI headers"].detail
-    assert list(result["checks"]) == ["Python", "jax", "XLA FFI headers", "torch_xla", "torchax", "PJRT_DEVICE", "nvcc", "GPUs", "XLA_FLAGS"]
+    assert list(result["checks"]) == ["Python", "jax", "XLA FFI headers", "torch_xla", "torchax", "PJRT_DEVICE", "nvcc", "host C++ compiler", "GPUs", "XLA_FLAGS"]
+
+
+def test_no_host_compiler_fails_its_line(world):
+    world.cxx = None
+    result = world.run()
+    line = result["checks"]["host C++ compiler"]
+    assert line.ok is False and "no C++ compiler found" in line.detail and "nvcc needs one" in line.detail
+    assert result["report"].code() == 1
 
 
 def test_no_nvcc(world):

@@ -90,6 +90,12 @@ def nvcc_compiler():
     return toolchain.find_nvcc()
 
 
+def host_compiler():
+    from xlacc import toolchain
+
+    return toolchain.find_host_cxx()
+
+
 def jaxlib_include() -> Path | None:
     from xlacc import toolchain
 
@@ -307,6 +313,17 @@ def nvcc_section() -> Section:
     return Section("nvcc", f"{nvcc.version} (CUDA {'.'.join(nvcc.version.split('.')[:2])}) at {nvcc.path}, via {nvcc.source}")
 
 
+def host_compiler_section() -> Section:
+    """The host C++ compiler: cpu projects build with it, and nvcc hands it every project's host code."""
+    from xlacc.errors import XlaccError
+
+    try:
+        cxx = host_compiler()
+    except XlaccError as exc:
+        return Section("host C++ compiler", f"{exc}; nvcc needs one for the host code of cuda projects too", failed=True)
+    return Section("host C++ compiler", f"{cxx.kind} {cxx.version} at {cxx.path}, via {cxx.source}")
+
+
 def gpu_section(gpus: list | None) -> Section:
     if not gpus:
         evidence = "nvidia-smi not found" if find_executable("nvidia-smi") is None else "nvidia-smi lists no GPU"
@@ -325,6 +342,7 @@ def check_environment() -> list[Section]:
         torchax_section(gpus),
         variable_section("PJRT_DEVICE"),
         nvcc_section(),
+        host_compiler_section(),
         gpu_section(gpus),
         variable_section("XLA_FLAGS"),
     ]
