@@ -146,8 +146,11 @@ def test_crash_causes_are_ruled_in_and_out_by_the_steps_that_passed():
     from xlacc.diagnosis.rules.crash import crash_fix
 
     during_numerics = crash_fix(["registration", "lowering"], "numerics n=1")
-    assert "registered as typed FFI" in during_numerics.split("Ruled out")[1]
-    assert during_numerics.splitlines()[1].startswith("1. a typed FFI handler registered as legacy")
+    ruled_out = during_numerics.split("Ruled out")[1]
+    assert "registered as typed FFI" in ruled_out and "a typed FFI handler registered as legacy" in ruled_out  # registration checked the kind
+    assert during_numerics.splitlines()[1].startswith("1. out-of-bounds reads or writes")
+    unchecked_registration = crash_fix([], "numerics n=1")  # a run nobody checked: both registry mix-ups remain
+    assert unchecked_registration.splitlines()[1].startswith("1. a typed FFI handler registered as legacy")
     during_registration = crash_fix([], "registration")
     assert during_registration.splitlines()[1].startswith("1. a legacy function registered as typed FFI")
     assert "Tell them apart by the last step" in crash_fix()

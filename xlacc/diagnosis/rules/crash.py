@@ -28,12 +28,13 @@ PHASE_OF_STEP = (("regist", "registration"), ("import", "registration"), ("lower
 class CrashCause:
     text: str
     phase: str  # the phase in which this cause crashes the process
+    settled_by: str = ""  # a phase whose passing rules the cause out, though it crashes later
 
 
 CRASH_CAUSES = (
     CrashCause("a legacy function registered as typed FFI (`jax.ffi.register_ffi_target(...)` without api_version=0): "
                "XLA calls it to read handler metadata", "registration"),
-    CrashCause("a typed FFI handler registered as legacy (api_version=0) and called with api 1-3", "execution"),
+    CrashCause("a typed FFI handler registered as legacy (api_version=0) and called with api 1-3", "execution", settled_by="registration"),
     CrashCause("out-of-bounds reads or writes in the kernel: legacy calls check no sizes or counts (a hard-coded size, "
                "one result too few, buffers in the wrong order)", "execution"),
     CrashCause("torch_xla `get_stablehlo` with api 4 and a backend_config that is not an MLIR dictionary", "lowering"),
@@ -60,11 +61,11 @@ def phase_of(step: str | None) -> str | None:
 
 def crash_fix(passed: list[str] | None = None, during: str | None = None) -> str:
     """The likely causes of a crash, ruled in and out by the steps that passed and the one it died in."""
-    passed_phases = {p for p in map(phase_of, passed or []) if p}
+    passed_phases = checked = {p for p in map(phase_of, passed or []) if p}  # checked: a check of that phase passed
     now = phase_of(during)
     if now in PHASES:  # every phase before the one it died in has passed
-        passed_phases |= set(PHASES[: PHASES.index(now)])
-    possible = [c for c in CRASH_CAUSES if not c.phase or c.phase not in passed_phases]
+        passed_phases = passed_phases | set(PHASES[: PHASES.index(now)])
+    possible = [c for c in CRASH_CAUSES if (not c.phase or c.phase not in passed_phases) and c.settled_by not in checked]
     possible.sort(key=lambda c: (c.phase != now, not c.phase))
     ruled_out = [c for c in CRASH_CAUSES if c not in possible]
     lines = ["Likely causes, most likely first:"] + [f"{i}. {c.text};" for i, c in enumerate(possible, 1)]
