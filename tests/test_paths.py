@@ -175,7 +175,7 @@ def terminated(signum, frame):
 
 
 @pytest.mark.parametrize("signum, raised", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, SystemExit)])
-@pytest.mark.parametrize("after", [1, 2])
+@pytest.mark.parametrize("after", [1, 3])  # the first rename, the last
 def test_a_signal_just_after_a_rename_puts_everything_back_then_interrupts(tmp_path, monkeypatch, signum, raised, after):
     """A signal between a rename and its record once left that file replaced after "interrupted"."""
     (tmp_path / "one.txt").write_text("user's one")
@@ -191,12 +191,13 @@ def test_a_signal_just_after_a_rename_puts_everything_back_then_interrupts(tmp_p
             os.kill(os.getpid(), signum)
 
     monkeypatch.setattr(paths.os, "replace", signalled_after_renaming)
-    previous = signal.signal(signal.SIGTERM, terminated)
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler), signal.SIGTERM: signal.signal(signal.SIGTERM, terminated)}
     try:
         with pytest.raises(raised):
             paths.write_all(tmp_path, {"one.txt": "new one", "two.txt": "new two", "three.txt": "three"})
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     monkeypatch.undo()
     assert snapshot(tmp_path) == before
 

@@ -4,7 +4,9 @@ the one way it reads a file the user named (a regular file, of bounded size).
 A path xlacc writes lies inside the place it was asked to write to (the project; for kernel files
 the current directory or the sources' own), reached without a symlink that leads out. It is never
 one of the sources, and an existing file is replaced only when it is a shared library (what a
-build writes), never a file the user wrote.
+build writes), never a file the user wrote. A write that was killed (SIGKILL, a power cut) leaves
+hidden ``.NAME.PID.XXXXXXXX.tmp`` and ``.bak`` files beside its targets: a later write of the same
+files removes those of a process that is gone (:func:`clear_leftovers`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def read_user_file(path: Path, limit: int) -> bytes:
 
 
 def _check_readable(path: Path, status: os.stat_result, limit: int) -> None:
+    """A UsageError unless ``status`` is a regular file's of at most ``limit`` bytes."""
     if stat.S_ISDIR(status.st_mode):
         raise UsageError(f"{path} is a directory, not a file")
     if not stat.S_ISREG(status.st_mode):
@@ -311,20 +314,25 @@ LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.(?:tmp|bak)$
 
 def clear_leftovers(root: Path, relatives: Iterable[str]) -> None:
     """Remove the temporaries and backups (``.NAME.PID.XXXXXXXX.tmp|bak``) that a killed write of
-    these files left beside them: those of a process that is gone. Nothing else is touched."""
+    these files left beside them: those of a process that is gone. Nothing else is touched, and
+    nothing outside ``root``."""
     names: dict[Path, set[str]] = {}
     for relative in relatives:
         target = Path(root) / relative
         names.setdefault(target.parent, set()).add(target.name)
     for folder, wanted in names.items():
+        if not is_inside(real(folder), real(root)):
+            continue
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
-        for entry in entries:
-            match = LEFTOVER.match(entry.name)
-            if match and match["name"] in wanted and entry.is_file(follow_symlinks=False) and not process_alive(int(match["pid"])):
-                Path(entry.path).unlink(missing_ok=True)
+        _discard(Path(entry.path) for entry in entries if _left_by_a_dead_write(entry, wanted))
+
+
+def _left_by_a_dead_write(entry: os.DirEntry, wanted: set[str]) -> bool:
+    match = LEFTOVER.match(entry.name)
+    return bool(match and match["name"] in wanted and entry.is_file(follow_symlinks=False) and not process_alive(int(match["pid"])))
 
 
 def process_alive(pid: int) -> bool:

@@ -444,8 +444,8 @@ def _role(spec: Spec, path: str) -> str:
 
 # -- xlacc new --from: the user's kernel, and the code around it ------------------------------------
 
-CXX_IGNORED = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|^[ \t]*#[ \t]*include[^\n]*', re.DOTALL | re.MULTILINE)
-CXX_TOKEN = re.compile(r"(?P<qualified>(?:::|\.|->)\s*[A-Za-z_]\w*)|(?P<name>[A-Za-z_]\w*)|(?P<open>[{(\[])|(?P<close>[})\]])")
+# A bracket, or an identifier not reached through a member or scope operator (xlacc.names).
+CXX_SCOPE_TOKEN = re.compile(r"(?P<open>[{(\[])|(?P<close>[})\]])|(?<![\w.>:])(?<!->)(?<!::)(?P<name>[A-Za-z_]\w*)")
 
 
 def _checked_wrapping(request: NewRequest, spec: Spec, meta: dict[str, Any]) -> dict[str, Any]:
@@ -490,22 +490,29 @@ def _check_wrapped_name(request: NewRequest, spec: Spec, meta: dict[str, Any], w
 
 
 def _names_seen(code: str) -> set[str]:
-    """The unqualified names C++ code uses (comments, strings and #include lines aside)."""
-    return {token["name"] for token in CXX_TOKEN.finditer(CXX_IGNORED.sub(" ", code)) if token["name"]}
+    """The unqualified names C++ code uses."""
+    return {token["name"] for token in CXX_SCOPE_TOKEN.finditer(_cxx_code(code)) if token["name"]}
 
 
 def _names_declared(code: str) -> set[str]:
     """The unqualified names C++ code uses outside function bodies and parameter lists: what it
     declares in its namespaces, and the types it names there."""
-    names: set[str] = set()
+    found: set[str] = set()
     inside: list[bool] = []  # per open bracket: whether it is a namespace's, whose names count
     previous = ["", ""]
-    for token in CXX_TOKEN.finditer(CXX_IGNORED.sub(" ", code)):
+    for token in CXX_SCOPE_TOKEN.finditer(_cxx_code(code)):
         if token["open"]:
             inside.append(token["open"] == "{" and "namespace" in previous)
         elif token["close"] and inside:
             inside.pop()
         elif token["name"] and all(inside):
-            names.add(token["name"])
-        previous = [previous[-1], token["name"] or token.group()]
-    return names
+            found.add(token["name"])
+        previous = [previous[-1], token.group()]
+    return found
+
+
+def _cxx_code(text: str) -> str:
+    """C++ without comments, literals and #include lines, whose words are not identifiers."""
+    from xlacc import names
+
+    return re.sub(r"^\s*#\s*include[^\n]*", " ", names.CXX_NOISE.sub(" ", text), flags=re.MULTILINE)
