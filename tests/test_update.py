@@ -156,6 +156,7 @@ def test_an_edited_file_without_its_merge_base_is_never_overwritten(project, upg
     assert report.failed and statuses(report)["op/jax.py"] == "conflict"
     assert "# mine" in (project / "op" / "jax.py").read_text()
     assert "def register():  # newer" in (project / "op" / "jax.py.xlacc-new").read_text()
+    assert report.findings[0].fix.startswith("Compare op/jax.py with op/jax.py.xlacc-new: carry what you need into your file")
 
 
 def test_a_file_that_is_not_utf8_keeps_its_bytes_and_gets_xlaccs_text_beside_it(project, upgraded_templates):

@@ -187,12 +187,16 @@ def line_ending(text: str) -> str:
 
 
 def conflict_finding(conflicts: list[FileOutcome]) -> Finding:
-    from xlacc.diagnosis.findings import make
+    from xlacc.diagnosis.findings import entry, make
 
-    return make(
-        "update-conflict",
-        "; ".join(f"{o.path}: {o.detail}" for o in conflicts),
-    )
+    beside = [o.path for o in conflicts if o.path + NEW_SUFFIX in o.extra]
+    fix = None
+    if beside:  # not merged: xlacc's text is in a file of its own, no markers to edit
+        files = ", ".join(f"{path} with {path}{NEW_SUFFIX}" for path in beside)
+        fix = f"Compare {files}: carry what you need into your file, delete the {NEW_SUFFIX} file, then `xlacc build`."
+        if len(beside) < len(conflicts):
+            fix += f" In the other files, {entry('update-conflict').fix[0].lower()}{entry('update-conflict').fix[1:]}"
+    return make("update-conflict", "; ".join(f"{o.path}: {o.detail}" for o in conflicts), fix=fix)
 
 
 def write(directory: Path, spec: specmod.Spec, spec_text: str, rendered: dict[str, str], outcomes: list[FileOutcome]) -> None:
