@@ -15,9 +15,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
-import math
 import shlex
 import shutil
 import stat
@@ -756,27 +756,41 @@ class SharedCache:
         """Put the stored library at ``library``; its compiler output, or None if none is stored.
         A damaged entry (a log that is no regular file or too large, a stored file that is no
         shared library) is dropped, and never replaces the library there."""
-        try:
-            output = paths.read_user_file(self.folder / f"{key}.log", MAX_CACHE_FILE_BYTES).decode("utf-8", errors="replace")
-        except FileNotFoundError:
+        output = self._stored_output(key)
+        if output is None:
             return None
-        except (OSError, UsageError):
-            return self._drop(key)
         paths.make_directory(library.parent)
         temporary = temporary_output(library)
         try:
-            stored = self.folder / f"{key}.so"
-            if not stat.S_ISREG(os.stat(stored).st_mode):
-                return self._drop(key)
-            shutil.copyfile(stored, temporary)
-            if _not_a_library(temporary) is not None:
-                return self._drop(key)
+            if not self._copy_library(key, temporary):
+                self._drop(key)
+                return None
             os.replace(temporary, library)
         except OSError:
             return None
         finally:
             temporary.unlink(missing_ok=True)
         return output
+
+    def _stored_output(self, key: str) -> str | None:
+        """``KEY.log``, whose presence marks an entry whole; None when there is none, or when it
+        cannot be read (then the entry is dropped)."""
+        try:
+            data = paths.read_user_file(self.folder / f"{key}.log", MAX_CACHE_FILE_BYTES)
+        except FileNotFoundError:
+            return None
+        except (OSError, UsageError):
+            self._drop(key)
+            return None
+        return data.decode("utf-8", errors="replace")
+
+    def _copy_library(self, key: str, destination: Path) -> bool:
+        """``KEY.so`` copied to ``destination``; False when it is no shared library (a pipe, garbage, cut short)."""
+        stored = self.folder / f"{key}.so"
+        if not stat.S_ISREG(os.stat(stored).st_mode):
+            return False
+        shutil.copyfile(stored, destination)
+        return _not_a_library(destination) is None
 
     def _drop(self, key: str) -> None:
         for name in (f"{key}.log", f"{key}.so"):  # the log first: it marks the pair whole
