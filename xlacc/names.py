@@ -274,16 +274,16 @@ def derive_macros(platform: str) -> frozenset[str]:
         source = Path(folder) / f"headers{'.cu' if platform == 'cuda' else '.cc'}"
         source.write_text(unit, encoding="utf-8")
         if platform == "cuda":
-            compiler = toolchain.find_nvcc().path
-            command = [compiler, "-std=c++17", "-E", "-Xcompiler", "-dM", "-x", "cu"]
+            compiler = toolchain.find_nvcc()
+            command = [*compiler.argv, "-std=c++17", "-E", "-Xcompiler", "-dM", "-x", "cu"]
         else:
-            compiler = toolchain.find_host_cxx().path
-            command = [compiler, "-std=c++17", "-E", "-dM", "-x", "c++"]
+            compiler = toolchain.find_host_cxx()
+            command = [*compiler.argv, "-std=c++17", "-E", "-dM", "-x", "c++"]
         command += ["-I", INCLUDE_DIR, "-I", ffi_dir, source]
         done = subprocess.run([str(arg) for arg in command], check=False, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         error = next((line for line in done.stderr.splitlines() if "error" in line), done.stderr.strip()[-300:])
-        message = f"{compiler} could not preprocess xlacc's headers: {error}"
+        message = f"{compiler.path} could not preprocess xlacc's headers: {error}"
         raise ToolchainMissing(message) if platform == "cuda" else RuntimeError(message)
     return frozenset(name for name in DEFINE.findall(done.stdout) if _can_be_given(name))
 

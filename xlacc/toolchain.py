@@ -85,6 +85,7 @@ class Probe:
     output: str  # stdout and stderr, decoded with errors="replace"
     problem: str | None  # "nvidia-smi ... failed (exit 9)", "nvcc --version did not answer in 5 s"
     hung: bool = False  # it did not answer in time, and was stopped
+    returncode: int | None = None  # None: it could not run, or did not answer
 
 
 def probe(argv: list[str], *, limit: int = PROBE_OUTPUT_BYTES, timeout: float | None = None, shown: str | None = None) -> Probe:
@@ -114,8 +115,8 @@ def probe(argv: list[str], *, limit: int = PROBE_OUTPUT_BYTES, timeout: float | 
     if not answered:
         return Probe(text, f"{shown} did not answer in {timeout:g} s", hung=True)
     if proc.returncode != 0:
-        return Probe(text, f"{shown} failed ({_exit_status(proc.returncode)})")
-    return Probe(text, None)
+        return Probe(text, f"{shown} failed ({_exit_status(proc.returncode)})", returncode=proc.returncode)
+    return Probe(text, None, returncode=0)
 
 
 def _read_answer(proc: subprocess.Popen, deadline: float, output: bytearray, limit: int) -> bool:

@@ -20,7 +20,6 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,7 +33,7 @@ FFI_VERSION = re.compile(r"#define\s+XLA_FFI_API_(MAJOR|MINOR)\s+(\d+)")
 TORCH_XLA_WITHOUT_CUDA = (2, 8)  # CUDA deprecated in 2.8 (no wheels), removed in 2.9
 NVIDIA_SMI_QUERY = ["--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"]
 JAX_DEVICES_CODE = "import jax; print(' '.join(sorted({d.platform for d in jax.devices()})))"
-PROBE_TIMEOUT_S = 10.0
+PROBE_TIMEOUT_S = 5.0  # a tool that answers at once; a hung one must not hold doctor past its budget
 JAX_TIMEOUT_S = 120.0
 # The releases torchax was tested with by xlacc (pyproject's torchax extra pins torchax and bounds
 # torch and jax to these): torchax imports private jax modules, so another jax may break it.
@@ -76,12 +75,12 @@ def find_executable(name: str) -> str | None:
 
 
 def run_command(argv: list[str], timeout: float = PROBE_TIMEOUT_S) -> tuple[int, str] | None:
-    """(exit code, stdout + stderr), or None when it could not run or timed out."""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.returncode, done.stdout + done.stderr
+    """(exit code, stdout + stderr), or None when it could not run or timed out (then its whole
+    group is stopped)."""
+    from xlacc import toolchain
+
+    answer = toolchain.probe(argv, timeout=timeout)
+    return None if answer.returncode is None else (answer.returncode, answer.output)
 
 
 def nvcc_compiler():
@@ -309,7 +308,8 @@ def nvcc_section() -> Section:
     try:
         nvcc = nvcc_compiler()
     except XlaccError as exc:
-        return Section("nvcc", "not found", findings=[make("nvcc-missing", str(exc), likelihood=0.9)])
+        found = find_executable("nvcc") is not None or "not answer" in str(exc) or "failed" in str(exc)
+        return Section("nvcc", "found, but it does not work" if found else "not found", findings=[make("nvcc-missing", str(exc), likelihood=0.9)])
     return Section("nvcc", f"{nvcc.version} (CUDA {'.'.join(nvcc.version.split('.')[:2])}) at {nvcc.path}, via {nvcc.source}")
 
 
