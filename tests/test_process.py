@@ -94,3 +94,35 @@ def test_the_command_dies_with_xlacc_even_from_sigkill(tmp_path):
     while _alive(command) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(command)
+
+
+def test_with_other_threads_running_the_command_still_dies_with_xlacc(tmp_path):
+    """A spinner thread rules out code between fork and exec: the signal is set by a trampoline."""
+    pid_file = tmp_path / "pid"
+    busy = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+    xlacc = subprocess.Popen([*python(busy + RUNS_A_COMMAND), str(pid_file)])
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    command = int(pid_file.read_text())
+    xlacc.kill()
+    xlacc.wait()
+    while _alive(command) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(command)
+
+
+def test_a_missing_program_is_still_file_not_found_with_threads_running():
+    import threading
+
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait, daemon=True)
+    worker.start()
+    try:
+        try:
+            run_in_session(["no-such-program-xlacc"], 10, Chunks(), exit_grace=0.5)
+        except FileNotFoundError:
+            return
+        raise AssertionError("no FileNotFoundError")
+    finally:
+        stop.set()

@@ -17,8 +17,10 @@ from __future__ import annotations
 import ctypes
 import os
 import selectors
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -59,12 +61,13 @@ def run_in_session(
     started = time.monotonic()
     adopts_orphans = _become_subreaper()
     children_before = _children() if adopts_orphans else set()
-    # Between fork and exec only where this process has one thread: with more, a lock another thread
-    # held at the fork could never be released in the child.
-    dies_with_us = _die_with_parent if threading.active_count() == 1 else None
+    # Code between fork and exec only where this process has one thread: with more (a spinner), a
+    # lock another thread held at the fork could never be released in the child, so a small Python
+    # sets the signal and execs the command instead.
+    single = threading.active_count() == 1
     proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd,
-        start_new_session=True, preexec_fn=dies_with_us,
+        argv if single else _dying_with_us(argv, env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env=env, cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent if single else None,
     )
     timed_out = True
     try:
@@ -129,6 +132,23 @@ def _signal_group(pid: int, sig: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+# argv: parent pid, program, arguments. Set the signal, make sure the parent is still there, exec.
+TRAMPOLINE = (
+    "import ctypes, os, sys; ctypes.CDLL(None).prctl(%d, %d, 0, 0, 0); "
+    "os.getppid() == int(sys.argv[1]) or os._exit(137); os.execv(sys.argv[2], sys.argv[2:])" % (PR_SET_PDEATHSIG, signal.SIGKILL)
+)
+
+
+def _dying_with_us(argv: list[str], env: dict[str, str] | None) -> list[str]:
+    """``argv`` run through :data:`TRAMPOLINE`; the program is looked up here, so that one that is
+    missing is still a FileNotFoundError from Popen."""
+    path = env.get("PATH") if env is not None else None
+    program = shutil.which(argv[0], path=path) if os.sep not in argv[0] else argv[0]
+    if program is None or not os.access(program, os.X_OK):
+        raise FileNotFoundError(2, "No such file or directory", argv[0])
+    return [sys.executable, "-I", "-S", "-c", TRAMPOLINE, str(os.getpid()), program, *argv[1:]]
 
 
 def _die_with_parent() -> None:
