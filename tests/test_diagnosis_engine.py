@@ -193,7 +193,7 @@ def test_a_project_is_read_with_the_kernel_it_wraps_from_outside_its_folder(tmp_
     (kernels / "scale.cu").write_text(
         "__global__ void scale_kernel(float* out, const float* x, int n) {\n"
         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = 2.0f * x[i];\n}\n"
-        "void scale_launch(cudaStream_t stream, float* out, const float* x, int n) {\n"
+        "void run_scale(cudaStream_t stream, float* out, const float* x, int n) {\n"
         "  scale_kernel<<<(n + 255) / 256, 256>>>(out, x, n);\n}\n"
     )
     made = runner.invoke(app, ["new", "scale", "--from", str(kernels / "scale.cu"), "--dir", str(tmp_path / "scale")], obj={"command": []})
@@ -201,7 +201,7 @@ def test_a_project_is_read_with_the_kernel_it_wraps_from_outside_its_folder(tmp_
     exit_code, report = doctor_json(str(tmp_path / "scale"))
     assert exit_code == 1
     [finding] = [f for f in report["findings"] if f["code"] == "stream-ignored"]
-    assert "scale_launch" in finding["evidence"] and "scale.cu:5" in finding["evidence"]
+    assert "run_scale" in finding["evidence"] and "scale.cu:5" in finding["evidence"]
 
 
 def test_a_library_older_than_its_kernel_is_named_by_doctor_and_by_the_package(tmp_path):

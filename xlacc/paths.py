@@ -212,17 +212,23 @@ HELD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[Callable[[], bool]]:
-    """Block SIGINT and SIGTERM until the block ends, where they are delivered (and raise); yields
-    whether one is waiting."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+    """Hold SIGINT and SIGTERM until the block ends, then deliver them; yields whether one is
+    waiting. Their Python handlers are swapped for ones that only note the signal: a signal mask
+    would hold it for this thread alone, and another thread (a spinner) could still take it and
+    run the handler here. Off the main thread, where handlers cannot be set, nothing is held."""
+    waiting: list[int] = []
+    try:
+        previous = {number: signal.signal(number, lambda number, _frame: waiting.append(number)) for number in HELD_SIGNALS}
+    except ValueError:  # not the main thread
         yield lambda: False
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
-    held = HELD_SIGNALS - set(previous)  # one the caller had blocked stays its business
     try:
-        yield lambda: bool(signal.sigpending() & held)
+        yield lambda: bool(waiting)
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(waiting):
+            signal.raise_signal(number)
 
 
 def target_path(root: Path, relative: str) -> Path:
