@@ -191,9 +191,12 @@ class JaxHarness(Harness):
                 self.device = jax.devices("gpu")[0]
             except RuntimeError:  # this jax has no GPU backend, or sees no GPU
                 self.device = None
-        except AssertionError:  # jax's only word when JAX_PLATFORMS names a platform it cannot start
-            raise RuntimeError(f"jax could not start the platforms JAX_PLATFORMS={chosen!r} names; a {self.spec.platform} project needs "
-                               f"{'cpu' if self.spec.platform == 'cpu' else 'cuda'} among them (or JAX_PLATFORMS unset)") from None
+        except (AssertionError, RuntimeError) as exc:  # AssertionError: jax's only word for a platform JAX_PLATFORMS names but it lacks
+            if not chosen:
+                raise
+            said = str(exc).split(":")[0].strip()  # its first clause: the rest would read as this project's own failure
+            raise RuntimeError(f"jax could not start the platforms JAX_PLATFORMS={chosen!r} names{f' ({said})' if said else ''}; a "
+                               f"{self.spec.platform} project needs {'cpu' if self.spec.platform == 'cpu' else 'cuda'} among them (or JAX_PLATFORMS unset)") from None
 
     # -- 1. registration ------------------------------------------------------------------------
     def check_registration(self) -> None:
