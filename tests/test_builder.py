@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_support import alive
 from typer.testing import CliRunner
 
 from xlacc import builder, cli, process, spec, toolchain
@@ -300,20 +301,6 @@ def fake_cxx(directory: Path, body: str) -> Path:
     return path
 
 
-def alive(pid_file: Path, settle: float = 2.0) -> bool:
-    """Whether the process whose pid the file holds still runs ``settle`` seconds on (a SIGKILL takes
-    a moment; a zombie waiting for its reaper does not run)."""
-    give_up = time.monotonic() + settle
-    while True:
-        try:
-            state = Path(f"/proc/{int(pid_file.read_text())}/stat").read_text().rpartition(")")[2].split()[0]
-        except FileNotFoundError:
-            return False
-        if state == "Z":
-            return False
-        if time.monotonic() > give_up:
-            return True
-        time.sleep(0.02)
 
 
 def test_a_compiler_that_leaves_a_server_holding_its_output_does_not_hang_the_build(in_tmp, monkeypatch):

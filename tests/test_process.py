@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-from pathlib import Path
+
+from process_support import alive, pid_written, running
 
 from xlacc.process import run_in_session
 
@@ -53,12 +53,6 @@ def test_a_timeout_gives_the_group_sigterm_first_only_with_a_grace(tmp_path):
         assert marker.exists() is expected, grace
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_descendants_that_left_the_group_are_stopped_with_it(tmp_path):
@@ -69,7 +63,7 @@ def test_descendants_that_left_the_group_are_stopped_with_it(tmp_path):
     ended = run_in_session(["sh", "-c", command], 30, Chunks(), exit_grace=0.5)
     assert ended.returncode == 0 and ended.seconds < 10
     started = [int(pid) for pid in pids.read_text().split()]
-    assert len(started) == 2 and not any(_alive(pid) for pid in started)
+    assert len(started) == 2 and not any(running(pid) for pid in started)
 
 
 RUNS_A_COMMAND = """
@@ -85,15 +79,10 @@ def test_the_command_dies_with_xlacc_even_from_sigkill(tmp_path):
     """A SIGKILL to xlacc (the OOM killer, a CI cancel) runs no cleanup: the kernel ends the command."""
     pid_file = tmp_path / "pid"
     xlacc = subprocess.Popen([*python(RUNS_A_COMMAND), str(pid_file)])
-    deadline = time.monotonic() + 30
-    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    command = int(pid_file.read_text())
+    pid_written(pid_file)
     xlacc.kill()
     xlacc.wait()
-    while _alive(command) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(command)
+    assert not alive(pid_file, settle=10)
 
 
 def test_with_other_threads_running_the_command_still_dies_with_xlacc(tmp_path):
@@ -101,15 +90,10 @@ def test_with_other_threads_running_the_command_still_dies_with_xlacc(tmp_path):
     pid_file = tmp_path / "pid"
     busy = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
     xlacc = subprocess.Popen([*python(busy + RUNS_A_COMMAND), str(pid_file)])
-    deadline = time.monotonic() + 30
-    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    command = int(pid_file.read_text())
+    pid_written(pid_file)
     xlacc.kill()
     xlacc.wait()
-    while _alive(command) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(command)
+    assert not alive(pid_file, settle=10)
 
 
 def test_a_missing_program_is_still_file_not_found_with_threads_running():

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_support import alive
 
 from xlacc import elf, toolchain
 from xlacc.errors import ToolchainMissing
@@ -282,20 +283,6 @@ def test_arch_number():
 SLEEP = shutil.which("sleep")  # found before bare_env empties PATH
 
 
-def alive(pid_file: Path, settle: float = 2.0) -> bool:
-    """Whether the process whose pid the file holds still runs ``settle`` seconds on (a SIGKILL takes
-    a moment; a zombie waiting for its reaper does not run)."""
-    give_up = time.monotonic() + settle
-    while True:
-        try:
-            state = Path(f"/proc/{int(pid_file.read_text())}/stat").read_text().rpartition(")")[2].split()[0]
-        except FileNotFoundError:
-            return False
-        if state == "Z":
-            return False
-        if time.monotonic() > give_up:
-            return True
-        time.sleep(0.02)
 
 
 def test_output_that_is_not_utf8_is_read_not_a_crash(bare_env, tmp_path, monkeypatch):

@@ -54,12 +54,14 @@ def run_in_session(
     cwd: str | Path | None = None,
     exit_grace: float,
     term_grace: float = 0.0,
+    sweep_escaped: bool = True,
 ) -> Ended:
     """Run ``argv``, feeding its output to ``sink``; ``exit_grace``: how long after its exit a
     process it left behind may hold the output open; ``term_grace``: how long the group gets
-    between SIGTERM and SIGKILL (0: SIGKILL at once)."""
+    between SIGTERM and SIGKILL (0: SIGKILL at once); ``sweep_escaped``: also stop what left the
+    group (two scans of /proc, tens of milliseconds: a tool asked its version goes without)."""
     started = time.monotonic()
-    adopts_orphans = _become_subreaper()
+    adopts_orphans = sweep_escaped and _become_subreaper()
     children_before = _children() if adopts_orphans else set()
     # Code between fork and exec only where this process has one thread: with more (a spinner), a
     # lock another thread held at the fork could never be released in the child, so a small Python

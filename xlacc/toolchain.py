@@ -8,19 +8,15 @@ GPUs through ``nvidia-smi``, so a no-op build stays fast. The tools asked a ques
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.util
 import os
 import re
-import selectors
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -92,62 +88,34 @@ def probe(argv: list[str], *, limit: int = PROBE_OUTPUT_BYTES, timeout: float | 
     """Run a tool that answers at once, in a session of its own, keeping the first ``limit`` bytes
     of its output; once it has exited (and what it left behind had :data:`PROBE_EXIT_GRACE_S` to
     let go of its output), or at the timeout (:data:`PROBE_TIMEOUT_S`), its whole group is killed.
-    ``shown``: the tool as a problem names it (default: its name and arguments).
+    ``shown``: the tool as a problem names it (default: its name and arguments). Without the sweep
+    for descendants that left the group: nvidia-smi runs on every no-op build of a cuda project."""
+    from xlacc.process import run_in_session
 
-    Not :func:`xlacc.process.run_in_session`: its sweeps of /proc for descendants that left the
-    group cost tens of milliseconds, and nvidia-smi runs on every no-op build of a cuda project.
-    """
     timeout = PROBE_TIMEOUT_S if timeout is None else timeout
     shown = shown or shlex.join([Path(argv[0]).name, *argv[1:]])
+    head = _Head(limit)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        ended = run_in_session(argv, timeout, head, exit_grace=PROBE_EXIT_GRACE_S, sweep_escaped=False)
     except OSError as exc:
         return Probe("", f"{shown} could not run ({exc.strerror or exc})")
-    output = bytearray()
-    try:
-        answered = _read_answer(proc, time.monotonic() + timeout, output, limit)
-    finally:  # the leader is reaped only after its group is killed: the group id cannot be reused by then
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.stdout.close()
-        proc.wait()
-    text = output.decode("utf-8", errors="replace")
-    if not answered:
+    text = bytes(head.data).decode("utf-8", errors="replace")
+    if ended.returncode is None:
         return Probe(text, f"{shown} did not answer in {timeout:g} s", hung=True)
-    if proc.returncode != 0:
-        return Probe(text, f"{shown} failed ({_exit_status(proc.returncode)})", returncode=proc.returncode)
+    if ended.returncode != 0:
+        return Probe(text, f"{shown} failed ({_exit_status(ended.returncode)})", returncode=ended.returncode)
     return Probe(text, None, returncode=0)
 
 
-def _read_answer(proc: subprocess.Popen, deadline: float, output: bytearray, limit: int) -> bool:
-    """Read until the output ends and the tool has exited, or it has exited and the grace period
-    is over; False at the deadline."""
-    exited_at: float | None = None
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                return False
-            if exited_at is None and _has_exited(proc.pid):
-                exited_at = now
-            if exited_at is not None and (not selector.get_map() or now - exited_at > PROBE_EXIT_GRACE_S):
-                return True
-            if not selector.get_map():
-                time.sleep(min(0.005, deadline - now))
-            elif selector.select(min(0.1, deadline - now)):
-                chunk = os.read(proc.stdout.fileno(), 64 * 1024)
-                if not chunk:
-                    selector.unregister(proc.stdout)
-                output += chunk[: max(0, limit - len(output))]
+class _Head:
+    """The first ``limit`` bytes of a tool's output."""
 
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.data = bytearray()
 
-def _has_exited(pid: int) -> bool:
-    """Whether the tool has exited, without reaping it."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
+    def feed(self, chunk: bytes) -> None:
+        self.data += chunk[: max(0, self.limit - len(self.data))]
 
 
 def _exit_status(returncode: int) -> str:
