@@ -155,3 +155,19 @@ def test_run_harness_finds_xlacc_from_any_directory(tmp_path):
     failed = [r for r in result.records if r["type"] == "check" and r["ok"] is False]
     assert failed and failed[0]["name"] == "project"
     assert "no xlacc.toml" in failed[0]["detail"]
+
+
+def test_records_a_killed_run_left_behind_are_cleared_and_no_others(tmp_path, monkeypatch):
+    import subprocess
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    left = tmp_path / f"xlacc-records-{gone.pid}-abc123.jsonl"
+    ours = tmp_path / f"xlacc-records-{os.getpid()}-def456.jsonl"
+    other = tmp_path / "xlacc-records-notes.jsonl"
+    for path in (left, ours, other):
+        path.write_text("{}\n")
+    run_harness("json.tool", [], 30)
+    assert not left.exists() and ours.exists() and other.exists()

@@ -840,18 +840,8 @@ def _clear_leftovers(library: Path) -> None:
     """Remove temporary outputs of builds that were killed (their process is gone)."""
     for leftover in library.parent.glob(f".{library.name}.*.tmp"):
         pid = leftover.name[len(library.name) + 2 : -len(".tmp")]
-        if pid.isdigit() and not _process_alive(int(pid)):
+        if pid.isdigit() and not paths.process_alive(int(pid)):
             leftover.unlink(missing_ok=True)
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _compile(plan: Plan, options: Options) -> CompileOutcome:

@@ -99,6 +99,19 @@ def run_child(
     )
 
 
+RECORDS_PREFIX = "xlacc-records-"  # then the pid of the run-smoke that reads it
+
+
+def _clear_dead_records() -> None:
+    """Records files a SIGKILLed run-smoke left in the temporary folder (its pid is gone)."""
+    from xlacc.paths import process_alive
+
+    for leftover in Path(tempfile.gettempdir()).glob(f"{RECORDS_PREFIX}*-*.jsonl"):
+        pid = leftover.name[len(RECORDS_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not process_alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
 def run_harness(
     module: str,
     args: list[str],
@@ -108,7 +121,8 @@ def run_harness(
     cwd: str | Path | None = None,
 ) -> ChildResult:
     """``python -m module ARGS --records FILE`` in a child; its records are read back from FILE."""
-    fd, records_path = tempfile.mkstemp(prefix="xlacc-records-", suffix=".jsonl")
+    _clear_dead_records()
+    fd, records_path = tempfile.mkstemp(prefix=f"{RECORDS_PREFIX}{os.getpid()}-", suffix=".jsonl")
     os.close(fd)
     try:
         argv = [sys.executable, "-m", module, *args, "--records", records_path]
