@@ -138,6 +138,11 @@ def test_a_new_attribute_names_the_launch_the_user_must_change_and_what_changed(
     assert statuses(report)["kernel.cc"] == "up to date" and statuses(report)["op/_entry_points.cc"] == "updated"
     expected = "op_launch<T>() in kernel.cc is called with (xlacc::Stream stream, const xlacc::Tensor& x, const xlacc::Tensor& y, const xlacc::Tensor& out, float alpha) now: change it to match"
     assert expected in report.notes
+    kernel_line = next(c for c in report.checks if c.name == "kernel.cc")
+    assert kernel_line.ok is None and "its launch function no longer takes what the entry points pass" in kernel_line.detail
+
+    built = builder.build_spec(specmod.load(project))  # the user missed the note: the failed build says it
+    assert not built.ok and [c.detail for c in built.checks if c.name == "launch function"] == [expected]
 
 
 def test_deleted_files_the_user_removed_stay_deleted_and_xlaccs_come_back(project):

@@ -149,7 +149,7 @@ class Target:
     flags: tuple[str, ...] = ()
     stale_signature: str = ""  # the spec changed after its code was generated: what to run
     conflicts: tuple[str, ...] = ()  # path:line of each conflict `xlacc update` left unresolved
-    wrapping: Spec | None = None  # a project that wraps the user's kernel (`new --from`)
+    project: Spec | None = None  # the spec, for a project's build
 
     @property
     def search_path(self) -> tuple[Path, ...]:
@@ -223,16 +223,25 @@ def _check_timeout(timeout: float) -> float:
     return float(timeout)
 
 
-def _wrapped_kernel_drift(spec: Spec) -> str | None:
-    """Why a wrapped kernel (``[from]``) no longer fits the code generated for it, if it does not:
-    the likely cause of a failed compile."""
-    from xlacc import wrap
+def _why_it_failed(spec: Spec | None) -> list[Check]:
+    """What a failed compile of a project most likely comes from, when the code says so: a wrapped
+    kernel (``[from]``) whose parameters left xlacc.toml behind, or a launch function that does not
+    take what a new signature passes it."""
+    if spec is None:
+        return []
+    if spec.origin is not None:
+        from xlacc import wrap
 
+        try:
+            wrap.check_spec(spec)
+        except UsageError as exc:
+            return [Check("wrapped kernel", False, str(exc))]
+        return []
     try:
-        wrap.check_spec(spec)
-    except UsageError as exc:
-        return str(exc)
-    return None
+        kernel = paths.read_user_file(spec.root / spec.kernel_file, MAX_SOURCE_BYTES).decode("utf-8", "replace")
+    except (OSError, UsageError):
+        return []
+    return [Check("launch function", False, mismatch) for mismatch in spec.launch_mismatches(kernel)]
 
 
 def is_stale(
@@ -287,7 +296,7 @@ def _spec_target(
         flags=spec.build.flags,
         stale_signature=f"{spec_mod.SPEC_FILE} changed since xlacc generated the code ({'; '.join(changes)})" if changes else "",
         conflicts=tuple(generated.conflict_markers(spec)),
-        wrapping=spec if spec.origin is not None else None,
+        project=spec,
     )
 
 
@@ -447,8 +456,7 @@ def _build(target: Target, options: Options) -> BuildResult:
     checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
     if not step.ok:
         plan.cache.save()
-        drift = _wrapped_kernel_drift(target.wrapping) if target.wrapping is not None else None
-        return _result(plan, False, started, checks + ([Check("wrapped kernel", False, drift)] if drift else []), findings, notes)
+        return _result(plan, False, started, checks + _why_it_failed(target.project), findings, notes)
     verify_checks, verify_findings = _verify(plan)
     plan.cache.save()
     library = Check("library", True, paths.shown(target.output, Path.cwd().resolve()))

@@ -602,6 +602,20 @@ class Spec(_Operands):
         before, now = base.signature_fields(), self.signature_fields()
         return [_field_change(key, before.get(key), now.get(key)) for key in dict.fromkeys([*before, *now]) if before.get(key) != now.get(key)]
 
+    def launch_mismatches(self, kernel: str) -> list[str]:
+        """Each launch function in the user's kernel text that the entry points call with other
+        parameters than it takes (counted, as a kernel may leave some unnamed): only the user can
+        change it to match. None for a wrapped kernel, whose launch code xlacc writes."""
+        if self.origin is not None:
+            return []
+        found = []
+        for call in self.calls:
+            declared = re.search(rf"\b{call.launch}\s*\(([^()]*)\)", kernel)
+            wanted = call.launch_parameters
+            if declared and len(declared[1].split(",")) != len(wanted.split(",")):
+                found.append(f"{call.launch}<T>() in {self.kernel_file} is called with ({wanted}) now: change it to match")
+        return found
+
     def generated_from(self) -> Spec | None:
         """The spec as xlacc last generated code from it, where its copy still matches the record."""
         from xlacc.generated import BASE_DIR  # generated imports this module

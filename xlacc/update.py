@@ -15,7 +15,6 @@ parameters no longer match the op in xlacc.toml is refused, saying what to chang
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,12 +64,17 @@ def run(request: UpdateRequest) -> Report:
         for path in sorted(set(files) | (set(recorded) - {specmod.SPEC_FILE}))
     ]
     report = Report(title=f"xlacc update {spec.name} (xlacc {spec.generated.xlacc if spec.generated else '?'} -> {generated.__version__})")
+    mismatches = spec.launch_mismatches(kernel_text(directory, spec, outcomes))
     for outcome in outcomes:
-        report.add(Check(outcome.path, False if outcome.status == "conflict" else True, f"{outcome.status}{': ' + outcome.detail if outcome.detail else ''}"))
+        detail = f"{outcome.status}{': ' + outcome.detail if outcome.detail else ''}"
+        if outcome.path == spec.kernel_file and mismatches:  # xlacc's part is done; the user's is below
+            report.add(Check(outcome.path, None, f"{detail}; its launch function no longer takes what the entry points pass (below)"))
+        else:
+            report.add(Check(outcome.path, False if outcome.status == "conflict" else True, detail))
     conflicts = [o for o in outcomes if o.status == "conflict"]
     if conflicts:
         report.findings.append(conflict_finding(conflicts))
-    report.notes += launch_changes(spec, kernel_text(directory, spec, outcomes))
+    report.notes += mismatches
     if request.dry_run:
         report.notes += [diff for o in outcomes if (diff := unified_diff(directory, o))]
         report.notes.append("dry run: nothing was written")
@@ -86,21 +90,6 @@ def kernel_text(directory: Path, spec: specmod.Spec, outcomes: list[FileOutcome]
     if outcome is not None and outcome.text is not None:
         return outcome.text
     return (generated.read_bytes(directory / spec.kernel_file) or b"").decode("utf-8", "replace")  # notes only
-
-
-def launch_changes(spec: specmod.Spec, kernel: str) -> list[str]:
-    """Each launch function in the user's kernel that the entry points now call with other
-    parameters than it takes (counted, as the kernel may leave some unnamed): only the user can
-    change it to match."""
-    if spec.origin is not None:  # a wrapped kernel is called from launch code xlacc writes
-        return []
-    notes = []
-    for call in spec.calls:
-        declared = re.search(rf"\b{call.launch}\s*\(([^()]*)\)", kernel)
-        wanted = call.launch_parameters
-        if declared and len(declared[1].split(",")) != len(wanted.split(",")):
-            notes.append(f"{call.launch}<T>() in {spec.kernel_file} is called with ({wanted}) now: change it to match")
-    return notes
 
 
 def outcome_for(directory: Path, path: str, new: str | None, recorded: str | None, owner: str) -> FileOutcome:

@@ -67,7 +67,7 @@ class JaxHarness(Harness):
             return
         severity, title, fix = FINDINGS[code]
         self.reported.add(code)
-        self.finding(code, severity, title, evidence, fix)
+        self.finding(code, severity, title, evidence, fix.replace("NAME/", f"{self.spec.package}/"))
 
     @property
     def spec(self):
