@@ -226,3 +226,12 @@ def test_what_the_system_refuses_is_one_line_and_exit_2(tmp_path):
 def test_json_output_holds_the_error_of_a_usage_error(tmp_path):
     run = xlacc("build", str(tmp_path / "none"), "--json")
     assert run.returncode == 2 and json.loads(run.stdout) == {"exit_code": 2, "error": f"{tmp_path / 'none'}: no such file or directory"}
+
+
+def test_the_readme_tours_new_shows_what_new_prints(tmp_path):
+    """The tour's first console block is `xlacc new demo --platform cpu` as it prints today."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"\$ xlacc new demo --platform cpu\n(.*?)\n\n\$ xlacc build demo", readme, re.S)
+    assert shown, "the README's tour moved: update this test"
+    run = xlacc("new", "demo", "--platform", "cpu", cwd=tmp_path, env={"COLUMNS": "200"})
+    assert run.returncode == 0 and run.stdout.strip() == shown[1].strip()
