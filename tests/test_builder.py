@@ -399,6 +399,18 @@ def test_garbage_at_a_projects_own_library_path_is_replaced(tmp_path):
     assert builder.paths.is_shared_library(project.library)
 
 
+@pytest.mark.timeout(30)
+def test_a_named_pipe_at_the_library_path_is_refused_not_waited_on(tmp_path):
+    from xlacc import scaffold
+
+    scaffold.create(scaffold.NewRequest(name="piped", template="add", platform="cpu", frameworks=["jax"], directory=tmp_path / "piped"))
+    project = spec.load(tmp_path / "piped")
+    project.library.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(project.library)
+    with pytest.raises(UsageError, match="exists and is not a shared library"):
+        builder.build_spec(project)
+
+
 def shared_entry(folder: Path) -> Path:
     (stored,) = folder.glob("*.so")
     return stored

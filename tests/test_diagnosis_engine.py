@@ -98,6 +98,8 @@ def test_list_checks_puts_the_catalogue_in_checks_and_data():
         (["doctor", "pyproject.toml"], "not a kernel, script, note, log or library"),
         (["doctor", "--", "no-such-program-xlacc"], "no such program"),
         (["doctor", "--", ""], "the command after -- is empty"),
+        (["doctor", "--log", ""], "--log names nothing"),
+        (["doctor", "--check", " ", "x.cu"], "--check names nothing"),
         (["doctor", "--symbol", "my_entry"], "--symbol names entry points of a shared object"),
     ],
 )

@@ -108,10 +108,15 @@ def test_no_nvcc(world):
     assert result["checks"]["nvcc"].ok is True  # a warning: CPU kernels still build
 
 
-@pytest.mark.parametrize("smi, evidence", [(None, "nvidia-smi not found"), ("", "nvidia-smi lists no GPU")])
+@pytest.mark.parametrize(
+    "smi, evidence",
+    [(None, "nvidia-smi not found"), ("", "nvidia-smi lists no GPU"), ("hangs", "nvidia-smi did not answer in 5 s, or failed")],
+)
 def test_no_gpu_is_info(world, smi, evidence):
     if smi is not None:
         world.gpu(smi)
+    if smi == "hangs":
+        world.outputs.pop("nvidia-smi")  # run_command's None: no answer in time, or a failure
     result = world.run()
     found = finding(result, "no-gpu")
     assert found.severity == "info" and found.evidence == evidence

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -192,6 +193,14 @@ USER_CODE_FAILURES = {
         "def example_inputs(size, rng, dtype=None):\n    return [np.ones(size, np.float32), np.ones(size, np.float32)]",
         "lowering", "ExampleInputsError: example_inputs(10007) in add_ffi/reference.py returned list; it returns (operands, attrs)",
     ),
+    "example_inputs giving a list for an array": (
+        "def example_inputs(size, rng, dtype=None):\n    return [[1.0] * size, np.ones(size, np.float32)], {}",
+        "lowering", "ExampleInputsError: example_inputs(10007) in add_ffi/reference.py: x is list, not an array",
+    ),
+    "example_inputs giving float64 to a float32 op": (
+        "def example_inputs(size, rng, dtype=None):\n    return [np.ones(size), np.ones(size, np.float32)], {}",
+        "lowering", "ExampleInputsError: example_inputs(10007) in add_ffi/reference.py: x is f64; the op takes f32",
+    ),
     "KeyboardInterrupt in the reference": (
         "def reference(x, y, *, xp=np):\n    raise KeyboardInterrupt",
         "numerics n=1", "KeyboardInterrupt",
@@ -311,6 +320,19 @@ def test_hang_is_cut_by_the_timeout(tmp_path):
     assert code == EXIT_PROBLEM
     child = checks(payload)["child process"]
     assert child["ok"] is False and "timed out after" in child["detail"] and "during registration" in child["detail"]
+
+
+def test_a_compiler_that_hangs_is_stopped_at_run_smokes_timeout(tmp_path, monkeypatch):
+    project = new_project(tmp_path, "hung_compiler")
+    append(project / "kernel.cc", "// not in the shared cache")
+    compiler = tmp_path / "g++"
+    compiler.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "g++ (fake) 12.2.0"; exit 0; fi\nexec sleep 600\n')
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CXX", str(compiler))
+    started = time.monotonic()
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--timeout", "3")
+    assert code == EXIT_PROBLEM and time.monotonic() - started < 30
+    assert "did not finish in 3 s" in checks(payload)["compile"]["detail"]
 
 
 def test_usage_errors_are_one_line(tmp_path):

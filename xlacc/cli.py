@@ -113,6 +113,13 @@ def _some(value: str, flag: str) -> list[str]:
     return parts
 
 
+def _named(value: Optional[str], flag: str) -> Optional[str]:
+    """A flag given an empty value is refused, not read as if it were absent."""
+    if value is not None and not value.strip():
+        raise UsageError(f"{flag} names nothing; got {value!r}")
+    return value
+
+
 def _integers(value: Optional[str], flag: str) -> Optional[list[int]]:
     if value is None:
         return None
@@ -235,7 +242,7 @@ def run_smoke(
     seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the random inputs."),
     rtol: Optional[float] = typer.Option(None, "--rtol", metavar="X", help="Relative tolerance, a finite number >= 0 (default: by dtype)."),
     atol: Optional[float] = typer.Option(None, "--atol", metavar="X", help="Absolute tolerance, a finite number >= 0 (default: by dtype)."),
-    timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", help="Seconds each child process may run."),
+    timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", help="Seconds each child process may run (the build before them too)."),
     bench: bool = typer.Option(False, "--bench", help="Also time the custom call against XLA's own op."),
     devices: Optional[int] = typer.Option(None, "--devices", metavar="N", help="Shard over N devices (default: every GPU when there are several)."),
     as_json: bool = JSON_OPTION,
@@ -285,9 +292,9 @@ def doctor(
             so=so,
             symbols=_split(symbols) or list(symbols or []),  # a blank --symbol reaches the check that refuses it
             arch=arch,
-            log=log,
+            log=_named(log, "--log"),
             list_checks=list_checks,
-            only=_split(checks),
+            only=[code for value in checks or [] for code in _some(value, "--check")],
             command=list((ctx.obj or {}).get("command", [])),
             timeout=timeout,
         )

@@ -102,12 +102,18 @@ def resolve_inside(path: Path, roots: Sequence[Path], origin: str) -> Path:
 
 
 def is_shared_library(path: Path) -> bool:
-    """An ELF shared object: the only kind of existing file a build may replace."""
+    """An ELF shared object: the only kind of existing file a build may replace. Read without
+    blocking and only when a regular file: a named pipe there would wait forever."""
     try:
-        with open(path, "rb") as handle:
-            header = handle.read(18)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return False
+    try:
+        header = os.read(fd, 18) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     if len(header) < 18 or not header.startswith(ELF_MAGIC):
         return False
     byteorder = "little" if header[5] == 1 else "big"

@@ -79,7 +79,7 @@ def run(request: SmokeRequest) -> Report:
     frameworks = select_frameworks(spec, request.framework)
     report = Report(title=f"run-smoke {spec.name} ({', '.join(frameworks)}, {spec.platform})")
     report.data.update(seed=request.seed, sizes=request.sizes, bench={})
-    if build_if_stale(spec, report):
+    if build_if_stale(spec, report, request.timeout):
         outcomes = [run_framework(spec, framework, request, report, prefixed=len(frameworks) > 1) for framework in frameworks]
         if not report.failed and EXIT_NEEDS_GPU in outcomes:
             report.exit_code = EXIT_NEEDS_GPU
@@ -135,13 +135,14 @@ def missing_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest
 # -- build ----------------------------------------------------------------------------------------
 
 
-def build_if_stale(spec: spec_mod.Spec, report: Report) -> bool:
-    """Build when sources changed since the last build (a cached build is still verified);
-    report why not when it fails, or when the library holds no code for the visible GPU."""
+def build_if_stale(spec: spec_mod.Spec, report: Report, timeout: float) -> bool:
+    """Build when sources changed since the last build (a cached build is still verified), the
+    compiler under run-smoke's --timeout; report why not when it fails, or when the library holds
+    no code for the visible GPU."""
     from xlacc import builder
 
     library = paths.shown(spec.library, spec.root)
-    result = builder.build_spec(spec)
+    result = builder.build_spec(spec, timeout=timeout)
     if not result.ok:
         report.checks += result.checks
         report.findings += result.findings

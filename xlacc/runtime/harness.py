@@ -64,7 +64,12 @@ class Project:
             raise ExampleInputsError(f"{where}: {first_line(exc)}") from exc
         if not (isinstance(made, (tuple, list)) and len(made) == 2 and isinstance(made[0], (tuple, list)) and isinstance(made[1], dict)):
             raise ExampleInputsError(f"{where} returned {type(made).__name__}; it returns (operands, attrs): a list of arrays and a dict")
-        return list(made[0]), dict(made[1])
+        operands = list(made[0])
+        for name, operand in zip([t.name for t in self.spec.inputs], operands):
+            problem = _operand_problem(operand, self.spec.input(name).dtypes)
+            if problem:
+                raise ExampleInputsError(f"{where}: {name} is {problem}")
+        return operands, dict(made[1])
 
     def bytes_moved(self, operands: list[Any], outputs: list[Any]) -> int:
         counter = getattr(self.reference_module, "bytes_moved", None)
@@ -106,6 +111,16 @@ def load_reference(spec: spec_mod.Spec) -> ModuleType:
     sys.modules[module_spec.name] = module
     module_spec.loader.exec_module(module)
     return module
+
+
+def _operand_problem(operand: Any, dtypes: tuple[str, ...]) -> str | None:
+    """What is wrong with an operand example_inputs gave: not an array, or of a dtype the op does not take."""
+    if not (hasattr(operand, "shape") and hasattr(operand, "dtype")):
+        return f"{type(operand).__name__}, not an array"
+    given = spec_dtype(operand)
+    if given not in dtypes:
+        return f"{given}; the op takes {' or '.join(dtypes)}"
+    return None
 
 
 def as_tuple(value: Any) -> tuple[Any, ...]:

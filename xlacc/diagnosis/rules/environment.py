@@ -309,7 +309,9 @@ def nvcc_section() -> Section:
         nvcc = nvcc_compiler()
     except XlaccError as exc:
         found = find_executable("nvcc") is not None or "not answer" in str(exc) or "failed" in str(exc)
-        return Section("nvcc", "found, but it does not work" if found else "not found", findings=[make("nvcc-missing", str(exc), likelihood=0.9)])
+        if found:
+            return Section("nvcc", "found, but it does not work", findings=[make("nvcc-missing", str(exc), title="nvcc does not work", likelihood=0.9)])
+        return Section("nvcc", "not found", findings=[make("nvcc-missing", str(exc), likelihood=0.9)])
     return Section("nvcc", f"{nvcc.version} (CUDA {'.'.join(nvcc.version.split('.')[:2])}) at {nvcc.path}, via {nvcc.source}")
 
 
@@ -326,7 +328,10 @@ def host_compiler_section() -> Section:
 
 def gpu_section(gpus: list | None) -> Section:
     if not gpus:
-        evidence = "nvidia-smi not found" if find_executable("nvidia-smi") is None else "nvidia-smi lists no GPU"
+        if find_executable("nvidia-smi") is None:
+            evidence = "nvidia-smi not found"
+        else:
+            evidence = "nvidia-smi lists no GPU" if gpus == [] else f"nvidia-smi did not answer in {PROBE_TIMEOUT_S:g} s, or failed"
         return Section("GPUs", "none", findings=[make("no-gpu", evidence, likelihood=0.9)], skipped=True)
     listed = "; ".join(f"{name} ({arch})" for name, arch, _ in gpus)
     return Section("GPUs", f"{listed}; driver {gpus[0][2]}")
