@@ -357,6 +357,17 @@ def test_a_library_the_linker_cannot_write_is_not_a_compile_error(in_tmp, monkey
     assert codes(report) == []
 
 
+def test_nvcc_without_a_host_compiler_is_not_a_compile_error(in_tmp):
+    nvcc = write(in_tmp / "tools" / "nvcc", (
+        '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 13.0, V13.0.88"; exit 0; fi\n'
+        "echo 'nvcc fatal   : Failed to preprocess host compiler properties.' >&2\nexit 1\n"
+    ))
+    nvcc.chmod(0o755)
+    report = builder.run(request(write(in_tmp / "k.cu", "__global__ void k(float* x) {}\n"), nvcc=nvcc, archs="sm_90"))
+    detail = checks_by_name(report)["compile"].detail
+    assert report.code() == 1 and detail.startswith("nvcc found no host C++ compiler to run") and codes(report) == []
+
+
 def test_a_launcher_in_cxx_runs_before_the_compiler(in_tmp, monkeypatch):
     """make's convention: CXX="ccache g++" is a launcher and the compiler it runs."""
     launcher = write(in_tmp / "tools" / "launch", '#!/bin/sh\necho "$@" >> "$(dirname "$0")/launched"\nexec "$@"\n')

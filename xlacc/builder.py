@@ -52,6 +52,8 @@ COMPILER_TERM_GRACE_S = 2.0  # between SIGTERM and SIGKILL when it is stopped: n
 COMPILER_HEAD_BYTES = 256 * 1024  # of its output: the first errors...
 COMPILER_TAIL_BYTES = 256 * 1024  # ...and the last (the link, the count of errors)
 # The compiler could not write (a folder it may not write to, a full disk): not the sources' fault.
+# nvcc's words when it cannot run the host compiler it needs (none on PATH, or -ccbin wrong).
+NO_HOST_COMPILER = re.compile(r"Failed to preprocess host compiler properties|cannot find compiler '(?:cl|g\+\+|c\+\+)' in PATH", re.IGNORECASE)
 WRITE_FAILURE = re.compile(
     r"^\S.*(?:cannot open output file|could not open output file|error writing to|"
     r"No space left on device|Disk quota exceeded|Read-only file system|File too large).*$",
@@ -969,6 +971,8 @@ def _not_the_sources(plan: Plan, outcome: CompileOutcome, timeout: float) -> str
     unwritable = WRITE_FAILURE.search(outcome.output)
     if unwritable is not None:
         return f"{plan.compiler.kind} could not write the library, not a compile error: {unwritable.group(0).strip()}"
+    if plan.compiler.kind == "nvcc" and NO_HOST_COMPILER.search(outcome.output):
+        return "nvcc found no host C++ compiler to run (it compiles host code with g++, c++ or clang++ on PATH, or -ccbin): install g++, not a compile error"
     return None
 
 
