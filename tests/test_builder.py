@@ -427,7 +427,7 @@ def shared_entry(folder: Path) -> Path:
     return stored
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "named pipe", "oversized log", "log is a named pipe"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "named pipe", "oversized log", "log is a named pipe", "another library"])
 @pytest.mark.timeout(60)
 def test_a_damaged_shared_cache_entry_is_dropped_and_compiled_again(tmp_path, monkeypatch, damage):
     shared = tmp_path / "shared"
@@ -444,6 +444,10 @@ def test_a_damaged_shared_cache_entry_is_dropped_and_compiled_again(tmp_path, mo
     elif damage == "named pipe":
         stored.unlink()
         os.mkfifo(stored)
+    elif damage == "another library":  # a shared library, without the entry point
+        import _ctypes
+
+        shutil.copyfile(_ctypes.__file__, stored)
     elif damage == "oversized log":
         with open(log, "wb") as handle:
             handle.truncate(builder.MAX_CACHE_FILE_BYTES + 1)

@@ -531,7 +531,7 @@ def _compile_step(plan: Plan, options: Options) -> StepResult:
 def _copy_step(plan: Plan, shared: SharedCache) -> StepResult | None:
     """The library from the shared cache, with the warnings its compiler printed then; None when
     the cache does not hold it."""
-    output = shared.copy(plan.key, plan.target.output)
+    output = shared.copy(plan.key, plan.target.output, plan.target.entry_points)
     if output is None:
         return None
     plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
@@ -762,17 +762,18 @@ class SharedCache:
         folder = os.environ.get(SHARED_CACHE_ENV, "").strip()
         return cls(Path(folder).expanduser()) if folder else None
 
-    def copy(self, key: str, library: Path) -> str | None:
+    def copy(self, key: str, library: Path, entry_points: tuple[str, ...] = ()) -> str | None:
         """Put the stored library at ``library``; its compiler output, or None if none is stored.
         A damaged entry (a log that is no regular file or too large, a stored file that is no
-        shared library) is dropped, and never replaces the library there."""
+        shared library or exports not every entry point) is dropped, and never replaces the
+        library there."""
         output = self._stored_output(key)
         if output is None:
             return None
         paths.make_directory(library.parent)
         temporary = temporary_output(library)
         try:
-            if not self._copy_library(key, temporary):
+            if not self._copy_library(key, temporary) or not _exports_all(temporary, entry_points):
                 self._drop(key)
                 return None
             os.replace(temporary, library)
@@ -881,6 +882,20 @@ def _compile(plan: Plan, options: Options) -> CompileOutcome:
         return CompileOutcome(False, -1, f"{plan.compiler.path}: {exc.strerror or exc}", time.perf_counter() - started)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _exports_all(path: Path, entry_points: tuple[str, ...]) -> bool:
+    """Whether the library at ``path`` exports every entry point (a stored copy that does not is
+    not the one its key names)."""
+    from xlacc import elf
+
+    if not entry_points:
+        return True
+    try:
+        exported = elf.read_shared_object(path).exported
+    except elf.ElfError:
+        return False
+    return all(name in exported for name in entry_points)
 
 
 def _not_a_library(path: Path) -> str | None:
