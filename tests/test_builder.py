@@ -422,6 +422,15 @@ def test_a_named_pipe_at_the_library_path_is_refused_not_waited_on(tmp_path):
         builder.build_spec(project)
 
 
+def test_a_shared_cache_folder_that_is_a_file_is_said_not_to_be_used(in_tmp, monkeypatch):
+    not_a_folder = write(in_tmp / "cache", "a file")
+    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(not_a_folder))
+    report = builder.run(request(write(in_tmp / "k.cc", CPU_SOURCE), symbols=["xk_add"]))
+    assert report.code() == 0
+    line = checks_by_name(report)["shared cache"]
+    assert line.ok is None and line.detail == f"${builder.SHARED_CACHE_ENV}={not_a_folder} is a file, not a folder: not used"
+
+
 def shared_entry(folder: Path) -> Path:
     (stored,) = folder.glob("*.so")
     return stored

@@ -93,6 +93,12 @@ def test_a_healthy_gpu_machine_is_clean(world):
     assert list(result["checks"]) == ["Python", "jax", "XLA FFI headers", "torch_xla", "torchax", "PJRT_DEVICE", "nvcc", "host C++ compiler", "GPUs", "XLA_FLAGS"]
 
 
+def test_a_cuda_home_that_holds_no_nvcc_is_named_beside_the_nvcc_used(world):
+    world.nvcc = Compiler(Path("/usr/local/cuda/bin/nvcc"), "13.0.48", "nvcc", "PATH", notes=("$CUDA_HOME=/etc/passwd not used: a file, not a folder",))
+    detail = world.run()["checks"]["nvcc"].detail
+    assert detail.endswith("via PATH; $CUDA_HOME=/etc/passwd not used: a file, not a folder")
+
+
 def test_no_host_compiler_fails_its_line(world):
     world.cxx = None
     result = world.run()

@@ -450,6 +450,10 @@ def _build(target: Target, options: Options) -> BuildResult:
         step = StepResult([Check("compile", True, "up to date (cached; --force rebuilds)")])
     else:
         shared = None if options.force else SharedCache.from_environment()
+        unusable = shared.unusable() if shared is not None else None
+        if unusable:
+            plan.checks.append(Check("shared cache", None, f"${SHARED_CACHE_ENV}={shared.folder} {unusable}: not used"))
+            shared = None
         step = _copy_step(plan, shared) if shared is not None else None
         if step is None:
             step = _compile_step(plan, options)
@@ -761,6 +765,17 @@ class SharedCache:
     def from_environment(cls) -> SharedCache | None:
         folder = os.environ.get(SHARED_CACHE_ENV, "").strip()
         return cls(Path(folder).expanduser()) if folder else None
+
+    def unusable(self) -> str | None:
+        """Why the folder cannot hold libraries (it is a file, or not writable); None when it can
+        (a folder that does not exist yet is made by the first store)."""
+        if not self.folder.exists():
+            return None
+        if not self.folder.is_dir():
+            return "is a file, not a folder"
+        if not os.access(self.folder, os.W_OK | os.X_OK):
+            return "is a folder xlacc cannot write"
+        return None
 
     def copy(self, key: str, library: Path, entry_points: tuple[str, ...] = ()) -> str | None:
         """Put the stored library at ``library``; its compiler output, or None if none is stored.

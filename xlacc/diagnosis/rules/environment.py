@@ -312,7 +312,8 @@ def nvcc_section() -> Section:
         if found:
             return Section("nvcc", "found, but it does not work", findings=[make("nvcc-missing", str(exc), title="nvcc does not work", likelihood=0.9)])
         return Section("nvcc", "not found", findings=[make("nvcc-missing", str(exc), likelihood=0.9)])
-    return Section("nvcc", f"{nvcc.version} (CUDA {'.'.join(nvcc.version.split('.')[:2])}) at {nvcc.path}, via {nvcc.source}")
+    passed_over = "".join(f"; {note}" for note in nvcc.notes)  # a $CUDA_HOME that holds no nvcc, ...
+    return Section("nvcc", f"{nvcc.version} (CUDA {'.'.join(nvcc.version.split('.')[:2])}) at {nvcc.path}, via {nvcc.source}{passed_over}")
 
 
 def host_compiler_section() -> Section:
