@@ -230,6 +230,16 @@ def test_jax_platforms_without_the_projects_platform_is_named(tmp_path, monkeypa
     assert "a cpu project needs cpu among them" in checks(payload)["jax"]["detail"]
 
 
+def test_a_signal_raised_in_the_reference_is_placed_in_it_not_in_the_kernel(tmp_path):
+    project = new_project(tmp_path, "add_ffi")
+    append(project / project.name / "reference.py", "def reference(x, y, *, xp=np):\n    import os\n    os.abort()")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1")
+    assert code == EXIT_PROBLEM
+    [crash] = [f for f in payload["diagnosis"] if f["code"] == "kernel-crash"]
+    assert crash["title"] == "the process was killed by SIGABRT while your Python code ran"
+    assert re.search(r"in your Python code at \S+/add_ffi/reference\.py:\d+ \(in reference\)", crash["evidence"])
+
+
 def test_platform_string_jax_queues_silently(tmp_path):
     project = new_project(tmp_path, "add_ffi")
     append(project / project.name / "jax.py", 'PLATFORM = "GPU"  # queued by jax, never applied')

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,12 @@ OUTPUT_TAIL_LINES = 20
 CHILD_ENV = {"PYTHONFAULTHANDLER": "1"}
 # A finding the harness made from what it saw beats the same code guessed from output text.
 CHILD_FINDING_LIKELIHOOD = 0.9
+# What PYTHONFAULTHANDLER prints first when a signal ends the child: the innermost frame.
+FAULT_HANDLER_FRAME = re.compile(
+    r'^(?:Current thread|Thread) 0x[0-9a-f]+ (?:\[[^\]]*\] )?\(most recent call first\):\n  File "(?P<path>[^"\n]+)", line (?P<line>\d+) in (?P<function>\S+)',
+    re.MULTILINE,
+)
+XLACC_PACKAGE = Path(__file__).resolve().parent
 KILLED_FROM_OUTSIDE_FIX = (
     "SIGKILL comes from outside the process, most often the out-of-memory killer (`dmesg | grep -i 'killed process'`): "
     "run smaller problems (`--sizes`), or make example_inputs and the reference allocate less."
@@ -224,10 +231,31 @@ def diagnosis(result: ChildResult, how: str, already: set[str]) -> list[Finding]
     others = [f for f in findings if f.code != "kernel-crash"]
     if result.signal_name == "SIGKILL":  # sent from outside: no crash of the kernel's ends this way
         return others + [make_finding("kernel-crash", f"{how}: most likely out of memory", fix=KILLED_FROM_OUTSIDE_FIX, likelihood=CHILD_FINDING_LIKELIHOOD)]
+    where = python_at_the_crash(result.output)
+    if where is not None:  # the user's Python was running, not a custom call
+        return others + [make_finding(
+            "kernel-crash",
+            f"{how}, in your Python code at {where}",
+            title=f"the process was killed by {result.signal_name} while your Python code ran",
+            fix=f"The signal came from {where} or what it called (os.abort, os.kill, a C extension), not from a kernel: look there.",
+            likelihood=CHILD_FINDING_LIKELIHOOD,
+        )]
     if not crashes:
         return others + [make_finding("kernel-crash", how, likelihood=CHILD_FINDING_LIKELIHOOD)]
     crash = max(crashes, key=lambda f: f.likelihood)  # the signal and the crash text: one finding
     return others + [replace(crash, evidence=f"{how}: {crash.evidence}")]
+
+
+def python_at_the_crash(output: str) -> str | None:
+    """``reference.py:14 (in reference)``: the innermost Python frame Python's fault handler printed
+    when the signal came, when that frame is the user's code (not an installed package's or xlacc's)."""
+    frame = FAULT_HANDLER_FRAME.search(output)
+    if frame is None:
+        return None
+    path = frame["path"]
+    if path.startswith("<") or any(part in Path(path).parts for part in ("site-packages", "dist-packages")) or paths.is_inside(Path(path), XLACC_PACKAGE):
+        return None
+    return f"{path}:{frame['line']} (in {frame['function']})"
 
 
 def absorb_records(result: ChildResult, framework: str, report: Report, prefix: str) -> set[str]:
