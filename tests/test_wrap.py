@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import shutil
 import subprocess
 import sys
@@ -380,3 +381,11 @@ int main() {
     built = subprocess.run(["g++", "-std=c++17", "-I", str(include), str(program), "-o", str(tmp_path / "convert")], check=False, capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     assert subprocess.run([str(tmp_path / "convert")], check=False).returncode == 0
+
+
+@pytest.mark.parametrize("parameter", ["α", "EOF"])
+def test_a_kernel_parameter_that_cannot_name_an_operand_is_named_as_the_kernels(tmp_path, parameter):
+    """No --input was given: the message speaks of the kernel's parameter, not of a flag."""
+    source = user_kernel(tmp_path, "k.cu", f"__global__ void k(const float* {parameter}, float* out, int n) {{}}\n")
+    with pytest.raises(UsageError, match=rf"^--from {re.escape(str(source))}: a parameter of k: invalid"):
+        new(tmp_path, "op", source)

@@ -230,12 +230,13 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     return _validated(raw, directory), meta
 
 
-def _validated(raw: dict[str, Any], directory: Path) -> Spec:
-    """The spec the flags describe, through the one validator every xlacc.toml goes through."""
+def _validated(raw: dict[str, Any], directory: Path, origin_of: Callable[[str], str] | None = None) -> Spec:
+    """The spec the flags describe, through the one validator every xlacc.toml goes through;
+    ``origin_of``: what a spec key came from, for the message (default: the flag)."""
     try:
         return specmod.from_dict(raw, directory.resolve() / specmod.SPEC_FILE)
     except SpecError as exc:
-        raise UsageError(f"{_flag_for(exc.key)}: {exc.message}") from None
+        raise UsageError(f"{(origin_of or _flag_for)(exc.key)}: {exc.message}") from None
 
 
 def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
@@ -279,7 +280,12 @@ def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         "build": {"kernel": f"launch{'.cu' if platform == 'cuda' else '.cc'}", "include_dirs": [os.path.dirname(origin) or "."]},
         "from": {"file": origin, "kernel": wrapped.function, "sizes": sizes},
     }  # fmt: skip
-    return _validated(raw, directory), template_meta(WRAP_TEMPLATE)
+    def origin_of(key: str) -> str:  # the operands are the kernel's parameters, not flags
+        if key.startswith(("inputs", "outputs", "attrs")) and key.endswith(".name"):
+            return f"--from {source}: a parameter of {wrapped.function}"
+        return _flag_for(key)
+
+    return _validated(raw, directory, origin_of), template_meta(WRAP_TEMPLATE)
 
 
 def _default_of(attr: dict[str, Any]) -> dict[str, Any]:
