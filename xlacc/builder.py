@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
 import shlex
@@ -185,7 +184,9 @@ class Plan:
 
 def run(request: BuildRequest) -> Report:
     """The CLI entry: a project directory builds from its spec; kernel files with the same flags."""
-    timeout = _check_timeout(request.timeout)
+    from xlacc.process import check_timeout
+
+    timeout = check_timeout(request.timeout)
     target = _request_target(request)
     options = Options(request.force, request.nvcc, request.ffi_include, request.verbose, request.show_progress, timeout)
     result = _build(target, options)
@@ -215,14 +216,10 @@ def build_spec(
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> BuildResult:
     """Build a project's library (unless the cache is fresh) and verify it."""
-    options = Options(force, nvcc, ffi_include, verbose, show_progress, _check_timeout(timeout))
+    from xlacc.process import check_timeout
+
+    options = Options(force, nvcc, ffi_include, verbose, show_progress, check_timeout(timeout))
     return _build(_spec_target(spec, archs=archs), options)
-
-
-def _check_timeout(timeout: float) -> float:
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout!r}")
-    return float(timeout)
 
 
 def _why_it_failed(spec: Spec | None) -> list[Check]:
@@ -314,17 +311,10 @@ def _default_output(library: Path, *, roots: tuple[Path, ...], sources: tuple[Pa
     if library.is_symlink() or not library.is_file() or paths.is_shared_library(library):
         return paths.library_output(library, roots=roots, sources=sources, origin=str(library))
     leftover = paths.resolve_inside(library, roots, str(library))
-    if any(paths.real(source) == leftover or _same_file(source, leftover) for source in sources):
+    if any(paths.real(source) == leftover or paths.same_file(source, leftover) for source in sources):
         return paths.library_output(library, roots=roots, sources=sources, origin=str(library))
     paths.check_directory(leftover.parent, str(library))
     return leftover
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def _check_request(request: BuildRequest) -> None:

@@ -15,6 +15,7 @@ killed by the kernel if this process dies first (a SIGKILL to xlacc leaves nothi
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import selectors
 import shutil
@@ -26,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from xlacc.errors import UsageError
 
 READ_BYTES = 64 * 1024
 POLL_SECONDS = 0.2
@@ -43,6 +46,13 @@ class Sink(Protocol):
 class Ended:
     returncode: int | None  # None: stopped at the timeout
     seconds: float
+
+
+def check_timeout(timeout: float) -> float:
+    """A timeout a user gave: a finite number of seconds above 0 (nan, inf and 0 were once taken)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
 
 
 def run_in_session(

@@ -12,7 +12,6 @@ so the run can be ranked with what the code says.
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from xlacc.diagnosis import inputs
 from xlacc.errors import UsageError
-from xlacc.process import run_in_session
+from xlacc.process import check_timeout, run_in_session
 
 DEFAULT_TIMEOUT_S = 600.0
 DRAIN_AFTER_EXIT_S = 0.5  # output a finished command's group may still flush
@@ -49,12 +48,6 @@ class CommandResult:
 
     def tail(self, lines: int = OUTPUT_TAIL_LINES) -> str:
         return "\n".join(self.output.text.rstrip().splitlines()[-lines:])
-
-
-def check_timeout(timeout: float) -> float:
-    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
-        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout!r}")
-    return float(timeout)
 
 
 def run(
