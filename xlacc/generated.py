@@ -212,7 +212,7 @@ def write_all(directory: Path, files: dict[str, str | bytes]) -> None:
     from xlacc import paths
 
     paths.clear_leftovers(directory, _earlier_writes(directory, files))
-    changed = {relative: data for relative, data in files.items() if read_bytes(directory / relative) != _encoded(data)}
+    changed = {relative: data for relative, data in files.items() if read_bytes(directory / relative) != paths.as_bytes(data)}
     if changed:
         paths.write_all(directory, changed)
 
@@ -223,7 +223,3 @@ def _earlier_writes(directory: Path, files: dict[str, str | bytes]) -> list[str]
     project_files = [path.removeprefix(f"{BASE_DIR}/") for path in files if path.startswith(f"{BASE_DIR}/")]
     folders = sorted(p.name for p in (directory / BACKUP_DIR).glob("*") if p.is_dir() and not p.is_symlink())
     return [*files, *project_files, *(f"{BACKUP_DIR}/{folder}/{path}" for folder in folders for path in project_files)]
-
-
-def _encoded(data: str | bytes) -> bytes:
-    return data.encode("utf-8") if isinstance(data, str) else data

@@ -181,7 +181,7 @@ def write_all(root: Path, files: Mapping[str, bytes | str]) -> None:
     meanwhile puts everything back, then interrupts. New files get the mode the umask allows; a
     replaced file keeps its mode.
     """
-    targets = {target_path(root, relative): _as_bytes(data) for relative, data in files.items()}
+    targets = {target_path(root, relative): as_bytes(data) for relative, data in files.items()}
     made: list[Path] = []
     temporaries: dict[Path, Path] = {}
     backups: dict[Path, Path] = {}
@@ -251,7 +251,7 @@ def target_path(root: Path, relative: str) -> Path:
     return target
 
 
-def _as_bytes(data: bytes | str) -> bytes:
+def as_bytes(data: bytes | str) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else data
 
 
