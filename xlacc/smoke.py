@@ -26,7 +26,6 @@ from xlacc import spec as spec_mod
 from xlacc.diagnosis import diagnose_output
 from xlacc.diagnosis.findings import make as make_finding
 from xlacc.errors import UsageError
-from xlacc.process import check_timeout
 from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, Check, Finding, Report, rank
 from xlacc.runtime.runner import ChildResult, run_harness
 
@@ -116,7 +115,8 @@ def validate(request: SmokeRequest) -> None:
         bad = next((size for size in request.sizes if not 1 <= size <= MAX_SIZE), None)
         if bad is not None:
             raise UsageError(f"--sizes takes element counts from 1 to {MAX_SIZE}; got {bad}")
-    check_timeout(request.timeout)
+    if not (math.isfinite(request.timeout) and request.timeout > 0):
+        raise UsageError(f"--timeout takes a finite number of seconds above 0; got {request.timeout}")
     if request.devices is not None and not 1 <= request.devices <= MAX_DEVICES:
         raise UsageError(f"--devices takes 1 to {MAX_DEVICES} (the GPUs of one host, or host devices of a cpu project), got {request.devices}")
     for flag, value in (("--rtol", request.rtol), ("--atol", request.atol)):
