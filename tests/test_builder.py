@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from needs import NVCC, needs_ffi_headers, needs_nvcc
 from process_support import alive
 from typer.testing import CliRunner
 
@@ -73,17 +74,6 @@ def checks_by_name(report) -> dict:
 
 def codes(report) -> list[str]:
     return [f.code for f in report.findings]
-
-
-def have_nvcc() -> bool:
-    try:
-        toolchain.find_nvcc()
-    except ToolchainMissing:
-        return False
-    return True
-
-
-needs_nvcc = pytest.mark.skipif(not have_nvcc(), reason="no nvcc on this machine")
 
 
 @pytest.fixture(autouse=True)
@@ -397,6 +387,7 @@ def test_garbage_at_the_default_library_path_is_replaced_but_not_at_a_chosen_one
     assert mine.read_text() == "notes of mine\n"
 
 
+@needs_ffi_headers
 def test_garbage_at_a_projects_own_library_path_is_replaced(tmp_path):
     from xlacc import scaffold
 
@@ -648,7 +639,7 @@ def test_usage_errors_raise_from_run(in_tmp):
 @pytest.fixture(scope="module")
 def cuda_build(tmp_path_factory):
     """k.cu built once for sm_80 with nvcc."""
-    if not have_nvcc():
+    if NVCC is None:
         pytest.skip("no nvcc on this machine")
     root = tmp_path_factory.mktemp("cuda")
     source = write(root / "k.cu", CUDA_SOURCE)
@@ -996,6 +987,7 @@ def test_a_project_takes_its_flags_from_xlacc_toml_not_the_command_line(tmp_path
         builder.run(request(tmp_path / "twice", defines=["N=1"]))
 
 
+@needs_ffi_headers
 def test_a_header_in_the_kernel_folder_is_part_of_the_cache_key(tmp_path):
     from xlacc import scaffold
 

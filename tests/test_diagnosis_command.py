@@ -3,7 +3,6 @@ ranked with what the code says."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -11,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import needs_jax
 
 from xlacc.diagnosis import command
 from xlacc.diagnosis.rules import runtime
@@ -18,7 +18,6 @@ from xlacc.diagnosis.findings import make
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = Path(__file__).parent / "artifacts" / "doctor" / "runs"
-needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
 
 
 @pytest.mark.parametrize(

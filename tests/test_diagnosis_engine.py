@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import needs_ffi_headers
 from typer.testing import CliRunner
 
 from xlacc.cli import app
@@ -206,6 +207,7 @@ def test_a_project_is_read_with_the_kernel_it_wraps_from_outside_its_folder(tmp_
     assert "run_scale" in finding["evidence"] and "scale.cu:5" in finding["evidence"]
 
 
+@needs_ffi_headers
 def test_a_library_older_than_its_kernel_is_named_by_doctor_and_by_the_package(tmp_path):
     """An edit without `xlacc build` leaves the old library in place: doctor fails its line, and the
     generated package warns when it loads it (so the generated tests say it too)."""
@@ -241,6 +243,7 @@ def test_notes_logs_and_notebooks_in_a_folder_are_read(tmp_path):
     assert ("platform-name", str(tmp_path / "try.ipynb")) in found
 
 
+@needs_ffi_headers
 def test_so_inside_a_project_is_checked_for_the_projects_entry_points(tmp_path):
     from xlacc import builder
     from xlacc import scaffold, spec

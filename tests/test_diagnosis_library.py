@@ -8,13 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from needs import GXX, needs_gxx
 from typer.testing import CliRunner
 
 from xlacc.cli import app
 from xlacc.diagnosis.rules import library
 
 runner = CliRunner()
-GXX = shutil.which("g++")
 ENTRIES = r"""
 #include <cstddef>
 extern "C" void good_entry(void* stream, void** buffers, const char* opaque, size_t opaque_len) {}
@@ -28,7 +28,6 @@ extern "C" void launch_bump(float* x, cudaStream_t stream) {
   cudaGetLastError();
 }
 """
-needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ is not installed")
 
 
 def compile_gxx(out: Path, source: str, *flags: str) -> Path:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import GXX
 
 from xlacc import elf
 from xlacc.elf import (
@@ -24,9 +25,7 @@ from xlacc.elf import (
 from xlacc.elf_tables import PT_DYNAMIC, ElfTables
 from xlacc.errors import XlaccError
 
-GXX = shutil.which("g++")
 CXXFILT = shutil.which("c++filt")
-needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ is not installed")
 needs_cxxfilt = pytest.mark.skipif(CXXFILT is None, reason="c++filt (binutils) is not installed")
 
 SYMBOLS_SOURCE = r"""

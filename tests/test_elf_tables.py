@@ -8,13 +8,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from needs import GXX
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from xlacc.elf_tables import SHT_DYNAMIC, SHT_DYNSYM, SHT_SYMTAB, ElfTables, StringTable, TableError
 
-GXX = shutil.which("g++")
 SOURCE = r"""
 extern "C" int exported_function(int x) { return x + 1; }
 extern "C" int exported_value = 4;

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from needs import needs_ffi_headers
 from test_runner import wait_gone
 
 from xlacc import scaffold
@@ -404,6 +405,7 @@ def start(*args: str, cwd: Path, **extra_env: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
 
+@needs_ffi_headers
 @pytest.mark.slow
 @pytest.mark.parametrize("how, code, message", [(signal.SIGINT, 130, "error: interrupted\n"), (signal.SIGTERM, 143, "")])
 def test_interrupted_run_smoke_leaves_no_child(workspace, how, code, message):
@@ -430,6 +432,7 @@ exec sleep 60
 """
 
 
+@needs_ffi_headers
 def test_ctrl_c_during_a_build_exits_130_with_one_line(workspace):
     compiler = workspace / "stallcc"
     compiler.write_text(STALLING_COMPILER)

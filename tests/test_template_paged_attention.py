@@ -10,22 +10,19 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from needs import GXX, NVCC, needs_gxx
 
 from xlacc import spec as specmod
 from xlacc.builder import XLACC_INCLUDE
 from xlacc.scaffold import NewRequest, create, spec_for
 
-GXX = shutil.which("g++")
-NVCC = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc") if os.access(p, os.X_OK)), None)
 jax = pytest.importorskip("jax", reason="the paged-attention tests run the kernel through jax")
-needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ is not installed")
 NAME = "decode"
 
 

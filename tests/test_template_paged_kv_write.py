@@ -8,21 +8,19 @@ benchmarks/bench_decode_step.py (figures in benchmarks/RESULTS.md).
 from __future__ import annotations
 
 import importlib
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from needs import GXX, needs_gxx
 
 from xlacc import spec as specmod
 from xlacc.builder import XLACC_INCLUDE
 from xlacc.scaffold import NewRequest, create, spec_for
 
 jax = pytest.importorskip("jax", reason="the template's tests run the kernel through jax")
-GXX = shutil.which("g++")
-needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ is not installed")
 REPO = Path(__file__).resolve().parent.parent
 NAMES = {"ffi": "kv_write_ffi", "legacy": "kv_write_legacy"}
 

@@ -6,6 +6,7 @@ import os
 import shutil
 
 import pytest
+from needs import needs_ffi_headers
 
 from xlacc import builder, scaffold, smoke, update
 from xlacc import spec as specmod
@@ -46,6 +47,7 @@ def test_an_untouched_project_is_up_to_date(project):
     assert {p: p.read_text() for p in project.rglob("*") if p.is_file()} == before
 
 
+@needs_ffi_headers
 def test_an_upgrade_keeps_the_kernel_edit_and_merges_an_edit_to_xlaccs_file(project, upgraded_templates):
     # The user tunes the kernel and adds a helper to xlacc's jax bindings.
     edit(project / "kernel.cc", "  return xlacc::Status::Ok();\n}", "  return xlacc::Status::Ok();  // checked by hand\n}")
@@ -104,6 +106,7 @@ def test_dry_run_shows_the_diff_and_writes_nothing(project, upgraded_templates):
     assert (project / "op" / "jax.py").read_text() == before
 
 
+@needs_ffi_headers
 def test_a_new_signature_regenerates_bindings_and_the_user_files_nobody_edited(tmp_path):
     project = tmp_path / "op"
     scaffold.create(NewRequest(name="op", template="blank", platform="cpu", frameworks=["jax"], inputs=["x"], directory=project))
@@ -126,6 +129,7 @@ def test_a_new_signature_regenerates_bindings_and_the_user_files_nobody_edited(t
     assert builder.build_spec(specmod.load(project)).ok
 
 
+@needs_ffi_headers
 def test_a_new_attribute_names_the_launch_the_user_must_change_and_what_changed(tmp_path):
     """The add template's kernel does not follow the signature: update says what its launch
     function is called with now; build and doctor said which key changed."""

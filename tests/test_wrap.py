@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from needs import needs_ffi_headers, needs_gxx, needs_nvcc
 
 from xlacc import builder, scaffold, update, wrap
 from xlacc import spec as specmod
@@ -19,8 +20,6 @@ from xlacc.errors import UsageError
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 KERNELS = ARTIFACTS / "wrap"
 NOTE_000 = ARTIFACTS / "doctor" / "sources" / "seed000_minimal_xla_custom_call.cu"  # the user's kernel, as written
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 RMS_SIZES = ["num_tokens=input.shape[0]", "hidden_size=input.shape[1]"]
 # A CPU kernel written as vLLM writes its CUDA ones: casts to and from the element type.
 RMS_NORM_CPU = """#include <cmath>
@@ -205,6 +204,7 @@ def test_a_function_in_a_namespace_is_called_by_its_qualified_name_and_so_is_its
     assert wrap.read(NOTE_000, None, {}).callee == "SimpleAddKernel"
 
 
+@needs_ffi_headers
 @needs_gxx
 def test_a_project_wrapping_a_namespaced_function_builds(tmp_path):
     spec = new(tmp_path, "copy_op", user_kernel(tmp_path, "namespaced.cc", NAMESPACED_CPU), kernel="copy")
@@ -246,6 +246,7 @@ def test_the_file_to_wrap_may_not_be_one_that_new_writes(tmp_path):
 # -- projects -----------------------------------------------------------------------------------
 
 
+@needs_ffi_headers
 @needs_nvcc
 def test_the_note_000_kernel_builds_into_a_project_that_includes_it_unchanged(tmp_path, kernels):
     before = (kernels / "minimal_xla_custom_call.cu").read_text()
@@ -268,6 +269,7 @@ def test_the_note_000_kernel_builds_into_a_project_that_includes_it_unchanged(tm
         ("decode_params.cu", {"sizes": ["num_seqs=query.shape[0]", "num_heads=query.shape[1]", "head_size=query.shape[2]"]}),
     ],
 )
+@needs_ffi_headers
 def test_a_template_kernel_and_a_struct_kernel_build(tmp_path, kernels, source, extra):
     spec = new(tmp_path, "wrapped", kernels / source, **extra)
     result = builder.build_spec(spec, archs=("sm_90",))
@@ -331,6 +333,7 @@ def test_update_refuses_a_kernel_whose_parameters_changed_and_says_what_to_chang
     assert {path: path.read_bytes() for path in spec.root.rglob("*") if path.is_file()} == before
 
 
+@needs_ffi_headers
 @needs_gxx
 def test_a_build_that_fails_after_the_kernel_gained_a_parameter_says_what_changed(tmp_path):
     source = user_kernel(tmp_path, "rms_norm_cpu.cc", RMS_NORM_CPU)
@@ -354,6 +357,7 @@ def test_update_carries_a_new_kernel_parameter_through_once_xlacc_toml_has_it(tm
     assert "const xlacc::Tensor& residual" in launch and "weight.data<const T>(), residual.data<const T>()," in launch
 
 
+@needs_ffi_headers
 @needs_gxx
 def test_a_cpu_kernel_casting_as_cuda_code_does_builds_for_bf16(tmp_path):
     spec = new(tmp_path, "rms_bf16", user_kernel(tmp_path, "rms_norm_cpu.cc", RMS_NORM_CPU), sizes=RMS_SIZES, dtypes=["f32", "bf16"])
