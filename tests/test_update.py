@@ -199,6 +199,18 @@ def test_a_file_saved_with_crlf_merges_line_by_line_and_keeps_its_line_endings(p
     assert merged.count("\r\n") == merged.count("\n")
 
 
+def test_a_spec_saved_with_crlf_keeps_crlf_when_its_record_is_rewritten(project, upgraded_templates):
+    spec_file = project / "xlacc.toml"
+    spec_file.write_bytes(spec_file.read_bytes().replace(b"\n", b"\r\n"))
+    edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # newer bindings\n")
+
+    report = update.run(update.UpdateRequest(project))
+
+    assert not report.failed and statuses(report)["op/jax.py"] == "updated"
+    text = spec_file.read_bytes()
+    assert b"[generated]\r\n" in text and text.count(b"\r\n") == text.count(b"\n")
+
+
 def test_a_conflict_in_a_crlf_file_is_marked_with_crlf_and_found_by_build(project, upgraded_templates):
     bindings = project / "op" / "jax.py"
     bindings.write_bytes(bindings.read_text().replace("import ctypes\n", "import ctypes  # mine\n").replace("\n", "\r\n").encode())

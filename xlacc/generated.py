@@ -40,7 +40,7 @@ def digest(text: str) -> str:
 def without_record(spec_text: str) -> str:
     """``xlacc.toml`` without its ``[generated]`` tables (the last thing in the file)."""
     match = RECORD_START.search(spec_text)
-    return spec_text if match is None else spec_text[: match.start()].rstrip("\n") + "\n"
+    return spec_text if match is None else spec_text[: match.start()].rstrip("\r\n") + line_ending(spec_text)
 
 
 def file_digest(path: str, text: str) -> str:
@@ -59,7 +59,13 @@ def with_record(spec_text: str, spec: specmod.Spec, files: dict[str, str]) -> st
     ]
     for path in sorted(files):
         lines.append(f'"{path}" = "{file_digest(path, files[path])}"')
-    return without_record(spec_text).rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
+    record = "\n\n" + "\n".join(lines) + "\n"
+    return without_record(spec_text).rstrip("\r\n") + record.replace("\n", line_ending(spec_text))
+
+
+def line_ending(text: str) -> str:
+    """CRLF when most of the lines of ``text`` end so, else LF."""
+    return "\r\n" if 2 * text.count("\r\n") > text.count("\n") else "\n"
 
 
 def recorded_files(directory: Path) -> dict[str, str]:

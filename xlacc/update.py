@@ -158,7 +158,7 @@ def merge(directory: Path, path: str, current: str, new: str) -> FileOutcome:
     if base == new:
         return FileOutcome(path, "up to date", None, "your edits kept; xlacc's text did not change")
     merger = merge3.Merge3(*(lf_lines(text) for text in (base, current, new)))
-    merged = "".join(merger.merge_lines(name_a=CONFLICT_NAMES[0], name_b=CONFLICT_NAMES[1])).replace("\n", line_ending(current))
+    merged = "".join(merger.merge_lines(name_a=CONFLICT_NAMES[0], name_b=CONFLICT_NAMES[1])).replace("\n", generated.line_ending(current))
     conflicts = sum(1 for region in merger.merge_regions() if region[0] == "conflict")
     if conflicts:
         return FileOutcome(path, "conflict", merged, f"{conflicts} conflicting change(s) marked <<<<<<< yours ... >>>>>>> xlacc")
@@ -168,11 +168,6 @@ def merge(directory: Path, path: str, current: str, new: str) -> FileOutcome:
 def lf_lines(text: str) -> list[str]:
     """The lines of ``text``, each ending in LF: a file saved with CRLF merges line by line too."""
     return text.replace("\r\n", "\n").splitlines(True)
-
-
-def line_ending(text: str) -> str:
-    """CRLF when most of the lines of ``text`` end so, else LF."""
-    return "\r\n" if 2 * text.count("\r\n") > text.count("\n") else "\n"
 
 
 def conflict_finding(conflicts: list[FileOutcome]) -> Finding:
