@@ -143,3 +143,12 @@ def test_default_cpu_project_passes_every_framework(tmp_path):
     lowering = checks(payload)["torch-xla: lowering"]
     assert lowering["ok"] is True and 'custom_call_target="demo"' in lowering["detail"], lowering
     assert codes(payload) == ["torch-xla-no-cuda"]
+
+
+def test_a_host_bound_bench_says_the_time_is_torchaxs_dispatch():
+    from xlacc.runtime.harness_torchax import bench_detail
+
+    result = {"torchax_us": 142.7, "torchax_gbps": 1410.8, "torchax_over_jax": 1.918, "jax_us": 74.4, "torchax_latency_us": 277.7, "jax_latency_us": 242.3}
+    assert "host-bound" not in bench_detail("n=16", result)
+    detail = bench_detail("n=16", {**result, "torchax_host_bound": True, "torchax_queue_us": 140.1})
+    assert "host-bound: torch queued a call every 140.1 us" in detail and "torchax's dispatch, not the kernel" in detail

@@ -16,7 +16,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,6 +45,7 @@ BENCH_MAX_SAMPLES = 50
 BENCH_SECONDS = 2.0
 BENCH_SAMPLE_SECONDS = 0.002
 BENCH_MAX_REPS = 1000
+HOST_BOUND_SHARE = 0.9  # of a call's time spent queueing it
 
 
 class JaxHarness(Harness):
@@ -354,7 +355,7 @@ class JaxHarness(Harness):
         args = self.put(operands)
         custom = jax.jit(self.op(attrs))
         outputs = [np.asarray(o) for o in as_tuple(custom(*args))]
-        custom_s, samples = time_call(custom, args)
+        custom_s, samples, _ = time_call(custom, args)
         moved = self.project.bytes_moved(operands, outputs)
         result: dict[str, Any] = {
             "size": size,
@@ -367,7 +368,7 @@ class JaxHarness(Harness):
         }
         native = jax.jit(functools.partial(self.project.reference, xp=jax.numpy, **attrs))
         try:
-            native_s, _ = time_call(native, args)
+            native_s = time_call(native, args).seconds
         except Exception as exc:
             import traceback
 
@@ -385,11 +386,23 @@ class JaxHarness(Harness):
         )
 
 
-def time_call(function: Any, args: list[Any], wait: Any = None, sample_seconds: float = BENCH_SAMPLE_SECONDS) -> tuple[float, int]:
-    """Median seconds per call after warm-up, and how many samples were taken. Each sample runs
-    the call back to back enough times to last ``sample_seconds`` and waits once at the end, so
-    a short kernel is timed, not the host's dispatch and wait. ``wait(result)`` blocks until a
-    result is computed (default: jax.block_until_ready)."""
+class Timing(NamedTuple):
+    seconds: float  # median seconds per call, in a queue of calls
+    samples: int
+    queued: float  # median seconds the host took to queue one call
+
+    @property
+    def host_bound(self) -> bool:
+        """The host queued the calls no faster than the device ran them: the time is the
+        dispatch's, not the kernel's."""
+        return self.queued >= HOST_BOUND_SHARE * self.seconds
+
+
+def time_call(function: Any, args: list[Any], wait: Any = None, sample_seconds: float = BENCH_SAMPLE_SECONDS) -> Timing:
+    """Seconds per call after warm-up. Each sample runs the call back to back enough times to last
+    ``sample_seconds`` and waits once at the end, so a short kernel is timed, not the host's
+    dispatch and wait. ``wait(result)`` blocks until a result is computed (default:
+    jax.block_until_ready)."""
     import jax
 
     wait = wait or jax.block_until_ready
@@ -397,14 +410,17 @@ def time_call(function: Any, args: list[Any], wait: Any = None, sample_seconds: 
         wait(function(*args))
     reps = calls_per_sample(function, args, wait, sample_seconds)
     samples: list[float] = []
+    queued: list[float] = []
     deadline = time.perf_counter() + BENCH_SECONDS
     while len(samples) < BENCH_MIN_SAMPLES or (len(samples) < BENCH_MAX_SAMPLES and time.perf_counter() < deadline):
         start = time.perf_counter()
         for _ in range(reps - 1):
             function(*args)
-        wait(function(*args))
+        last = function(*args)
+        queued.append((time.perf_counter() - start) / reps)
+        wait(last)
         samples.append((time.perf_counter() - start) / reps)
-    return statistics.median(samples), len(samples)
+    return Timing(statistics.median(samples), len(samples), statistics.median(queued))
 
 
 def calls_per_sample(function: Any, args: list[Any], wait: Any, sample_seconds: float = BENCH_SAMPLE_SECONDS) -> int:

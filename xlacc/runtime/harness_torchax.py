@@ -199,18 +199,21 @@ class TorchaxHarness(JaxHarness):
         tensors = self.to_jax_tensors(operands)
         jitted = self.jitted(self.torch_op(attrs))
         on_torchax = lambda *ts: self._unwrap(jitted(*ts))  # noqa: E731 - the jax arrays, to wait on
-        custom_s, samples = time_call(on_torchax, tensors, sample_seconds=STEADY_SAMPLE_SECONDS)
+        custom = time_call(on_torchax, tensors, sample_seconds=STEADY_SAMPLE_SECONDS)
+        custom_s = custom.seconds
         outputs = [np.asarray(o) for o in on_torchax(*tensors)]
         moved = self.project.bytes_moved(operands, outputs)
         jax_op, arrays = jax.jit(super().op(attrs)), self.put(operands)
-        jax_s, _ = time_call(jax_op, arrays, sample_seconds=STEADY_SAMPLE_SECONDS)
+        jax_s = time_call(jax_op, arrays, sample_seconds=STEADY_SAMPLE_SECONDS).seconds
         result: dict[str, Any] = {
             "size": size,
             "dtype": "/".join(dict.fromkeys(spec_dtype(a) for a in operands)),
             "device": str(self.device),
             "bytes": moved,
-            "samples": samples,
+            "samples": custom.samples,
             "torchax_us": custom_s * 1e6,
+            "torchax_queue_us": custom.queued * 1e6,
+            "torchax_host_bound": self.spec.platform == "cuda" and custom.host_bound,
             "torchax_gbps": moved / custom_s / 1e9,
             "jax_us": jax_s * 1e6,
             "torchax_over_jax": custom_s / jax_s,
@@ -232,7 +235,7 @@ class TorchaxHarness(JaxHarness):
         out: dict[str, Any] = {}
         try:
             on_torchax = self.jitted(plain)
-            plain_s, _ = time_call(lambda *ts: self._unwrap(on_torchax(*ts)), tensors, sample_seconds=STEADY_SAMPLE_SECONDS)
+            plain_s = time_call(lambda *ts: self._unwrap(on_torchax(*ts)), tensors, sample_seconds=STEADY_SAMPLE_SECONDS).seconds
             out.update(plain_torchax_us=plain_s * 1e6, plain_torchax_gbps=moved / plain_s / 1e9)
         except Exception as exc:  # a torch op torchax cannot lower: say so, keep the other rows
             import traceback
@@ -245,7 +248,7 @@ class TorchaxHarness(JaxHarness):
         eager_inputs = [to_torch(a).to(device) for a in operands]
         wait = torch.cuda.synchronize if device == "cuda" else (lambda *_: None)
         with torch.no_grad():
-            eager_s, _ = time_call(plain, eager_inputs, wait=lambda _: wait(), sample_seconds=STEADY_SAMPLE_SECONDS)
+            eager_s = time_call(plain, eager_inputs, wait=lambda _: wait(), sample_seconds=STEADY_SAMPLE_SECONDS).seconds
         out.update(eager_device=device, eager_us=eager_s * 1e6, eager_gbps=moved / eager_s / 1e9)
         return out
 
@@ -272,6 +275,11 @@ def bench_detail(label: str, result: dict[str, Any]) -> str:
         f"{result['torchax_over_jax']:.3f}x the time of the same call from jax ({result['jax_us']:.1f} us); "
         f"one call waited for: {result['torchax_latency_us']:.1f} us from torch, {result['jax_latency_us']:.1f} us from jax"
     ]
+    if result.get("torchax_host_bound"):
+        parts[0] += (
+            f" (host-bound: torch queued a call every {result['torchax_queue_us']:.1f} us, as long as the calls took, so this is "
+            "torchax's dispatch, not the kernel; a model jitted whole pays it once a step)"
+        )
     if "plain_torchax_us" in result:
         parts.append(f"plain torch under torchax {result['plain_torchax_us']:.1f} us ({result['plain_torchax_gbps']:.1f} GB/s)")
     elif "plain_torchax_error" in result:

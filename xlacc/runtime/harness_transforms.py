@@ -267,9 +267,9 @@ class TransformChecks:
         custom = jax.jit(self.h.op(attrs))
         native = jax.jit(functools.partial(self.h.project.reference, xp=jax.numpy, **attrs))
         one_device = [jax.device_put(a, devices[0]) for a in operands]
-        custom_s, _ = time_call(custom, sharded)
-        native_s, _ = time_call(native, sharded)
-        single_s, _ = time_call(custom, one_device)
+        custom_s = time_call(custom, sharded).seconds
+        native_s = time_call(native, sharded).seconds
+        single_s = time_call(custom, one_device).seconds
         result = {
             "factor": split.factor,
             "devices": len(devices),
@@ -307,8 +307,8 @@ class TransformChecks:
         whole = [_even(a, 0, batch) if s else a for a, s in zip(operands, starts)]
         batched = [a.reshape((batch, a.shape[0] // batch) + a.shape[1:]) if s else a for a, s in zip(whole, starts)]
         in_axes = [0 if s else None for s in starts]
-        single_s, _ = time_call(jax.jit(self.h.op(attrs)), self.h.put(whole))
-        vmap_s, _ = time_call(jax.jit(jax.vmap(self.h.op(attrs), in_axes=in_axes)), self.h.put(batched))
+        single_s = time_call(jax.jit(self.h.op(attrs)), self.h.put(whole)).seconds
+        vmap_s = time_call(jax.jit(jax.vmap(self.h.op(attrs), in_axes=in_axes)), self.h.put(batched)).seconds
         result = {"batch": batch, "unbatched_us": single_s * 1e6, "vmap_us": vmap_s * 1e6, "ratio": vmap_s / single_s}
         self.h.writer.data("bench_vmap", result)
         self.h.check(
