@@ -303,15 +303,16 @@ def doctor(
 
 
 def _cli_error_type() -> type[Exception]:
-    """The base of typer's usage errors (typer vendors click from 0.2x on; older ones use click)."""
-    try:
-        from typer import TyperException
+    """The base of typer's usage errors: typer.TyperException from typer 0.28; the ClickException
+    of the click that typer 0.27 carries as typer._click; click's own before that."""
+    import importlib
 
-        return TyperException
-    except ImportError:  # pragma: no cover - older typer
-        from click import ClickException
-
-        return ClickException
+    for module, name in (("typer", "TyperException"), ("typer._click.exceptions", "ClickException"), ("click", "ClickException")):
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError("typer's usage errors have no known base class in this typer")
 
 
 def main() -> None:
