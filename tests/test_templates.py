@@ -400,6 +400,16 @@ def test_cuda_project_lowers_to_its_custom_call(cuda_projects, cuda_generated, c
     assert found.passed + found.skipped == generated_test_count(project.spec), output[-3000:]
 
 
+@pytest.mark.parametrize("template", ["add", "paged-kv-write"])  # paged-kv-write writes in place: its donation test too
+def test_a_projects_tests_skip_until_it_is_built(tmp_path, template):
+    pytest.importorskip("jax", reason="the generated tests run through jax")
+    project = Combo(template, "cpu", "ffi", ("jax",)).request(tmp_path / "op")
+    scaffold.create(project)
+    result = run_python(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:xdist", "."], project.directory)
+    assert result.returncode == 0 and " skipped" in result.stdout and "passed" not in result.stdout, result.stdout[-2000:]
+    assert "is not built: run `xlacc build`" in result.stdout
+
+
 # -- the generated text -----------------------------------------------------------------------------
 
 
