@@ -40,7 +40,7 @@ CACHE_FORMAT = 1
 # cache key, which covers the sources, their headers, the command and the compiler, but not where
 # the project is; a build with the same key copies it instead of compiling.
 SHARED_CACHE_ENV = "XLACC_CACHE_DIR"
-SOURCE_PLATFORMS = {".cu": "cuda", ".cc": "cpu", ".cpp": "cpu", ".cxx": "cpu"}
+SOURCE_PLATFORMS = spec_mod.PLATFORM_OF_SUFFIX
 NO_LIBRARY_WRITTEN = "it exited 0 but wrote no shared library (the library there, if any, is kept)"
 MAX_SOURCE_BYTES = 64_000_000  # a source or header read for the cache key
 MAX_CACHE_FILE_BYTES = 16_000_000  # .xlacc-cache.json, a KEY.log: larger is no cache, not an error
@@ -311,7 +311,7 @@ def _default_output(library: Path, *, roots: tuple[Path, ...], sources: tuple[Pa
     if library.is_symlink() or not library.is_file() or paths.is_shared_library(library):
         return paths.library_output(library, roots=roots, sources=sources, origin=str(library))
     leftover = paths.resolve_inside(library, roots, str(library))
-    if any(paths.real(source) == leftover or paths.same_file(source, leftover) for source in sources):
+    if any(paths.same_file(source, leftover) for source in sources):
         return paths.library_output(library, roots=roots, sources=sources, origin=str(library))
     paths.check_directory(leftover.parent, str(library))
     return leftover

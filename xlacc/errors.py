@@ -27,11 +27,3 @@ class SpecError(UsageError):
 
 class ToolchainMissing(UsageError):
     """No compiler (or headers) to build with; the message says what to install."""
-
-
-class BuildFailed(XlaccError):
-    """The compiler rejected the sources; ``compiler_output`` holds its error lines."""
-
-    def __init__(self, message: str, compiler_output: str = ""):
-        super().__init__(message)
-        self.compiler_output = compiler_output

@@ -17,6 +17,7 @@ parses them by hand. Layout, checked against nvcc 13.0 output and ``cuobjdump --
 
 from __future__ import annotations
 
+import mmap
 import re
 import struct
 from dataclasses import dataclass

@@ -146,7 +146,7 @@ def _probe_spec(request, special_outputs: bool):
             else ()
         ),
         attrs=tuple(specmod.Attr(f"{PLACEHOLDER}_attr{i}", t, 1) for i, t in enumerate(specmod.ATTR_TYPES)),
-        build=specmod.Build(kernel=f"kernel{'.cu' if request.platform == 'cuda' else '.cc'}"),
+        build=specmod.Build(kernel=f"kernel{specmod.SOURCE_SUFFIX[request.platform]}"),
         # A backward kernel with a saved tensor, so that the backward's code is probed too.
         sharding=specmod.Sharding("... c, ... c, ... c -> " + ", ".join(["... c"] * (3 if special_outputs else 2))),
         backward=specmod.Backward(
@@ -249,7 +249,7 @@ def _every_project_file():
             for platform, api, frameworks in itertools.product(platforms, specmod.APIS, framework_sets):
                 request = scaffold.NewRequest(PROBE_OP, template, platform, api, frameworks, directory=root / PLACEHOLDER)
                 if template == scaffold.WRAP_TEMPLATE:
-                    request.from_file = root / f"{PLACEHOLDER}{'.cu' if platform == 'cuda' else '.cc'}"
+                    request.from_file = root / f"{PLACEHOLDER}{specmod.SOURCE_SUFFIX[platform]}"
                     request.from_file.write_text(WRAPPED_KERNEL[platform].format(p=PLACEHOLDER), encoding="utf-8")
                 yield from scaffold.render(*scaffold.spec_for(request)).items()
         for platform, api, special_outputs in itertools.product(specmod.PLATFORMS, specmod.APIS, (False, True)):
@@ -265,13 +265,14 @@ def derive_macros(platform: str) -> frozenset[str]:
     xlacc's headers and those the templates include, by the compiler ``xlacc build`` would use.
     Raises ToolchainMissing where that compiler or the XLA FFI headers are missing, and for CUDA
     where nvcc cannot preprocess the CUDA headers."""
+    from xlacc import spec as specmod
     from xlacc import toolchain
     from xlacc.errors import ToolchainMissing
 
     ffi_dir = toolchain.ffi_include_dir()
     unit = "".join(f"#include <{header}>\n" for header in _template_headers())
     with tempfile.TemporaryDirectory() as folder:
-        source = Path(folder) / f"headers{'.cu' if platform == 'cuda' else '.cc'}"
+        source = Path(folder) / f"headers{specmod.SOURCE_SUFFIX[platform]}"
         source.write_text(unit, encoding="utf-8")
         if platform == "cuda":
             compiler = toolchain.find_nvcc()

@@ -126,7 +126,7 @@ def library_output(path: Path, *, roots: Sequence[Path], sources: Iterable[Path]
     ``origin`` is the path as the user gave it (``-o 'k.cc'``, ``demo/xlacc.toml: [build.output] 'k.cc'``).
     """
     resolved = resolve_inside(path, roots, origin)
-    if any(resolved == real(source) or same_file(resolved, source) for source in sources):
+    if any(same_file(resolved, source) for source in sources):
         raise UsageError(f"{origin} is one of the sources: the library would replace it; nothing was written")
     if resolved.is_dir():
         raise UsageError(f"{origin} is a directory: name the library file, such as build/libNAME.so")
@@ -154,6 +154,10 @@ def make_directory(directory: Path) -> None:
 
 
 def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same path once resolved (whether or not it exists
+    yet), or one file reached by two paths (a hard link)."""
+    if real(a) == real(b):
+        return True
     try:
         return os.path.samefile(a, b)
     except OSError:

@@ -143,7 +143,7 @@ def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
     return value
 
 
-def _flag_tensor(text: str, flag: str) -> dict[str, Any]:
+def _flag_tensor(text: str) -> dict[str, Any]:
     """``--input NAME`` or ``NAME:DTYPE`` (DTYPE "T" or nothing: the op's element type)."""
     name, _, dtype = text.partition(":")
     entry: dict[str, Any] = {"name": name.strip()}
@@ -172,8 +172,8 @@ def _signature(request: NewRequest, meta: dict[str, Any]) -> tuple[list[dict], l
     if _from_flags(request):
         if request.template != "blank":
             raise UsageError("--input/--output/--attr shape the 'blank' template only; the others have a fixed signature")
-        inputs = [_flag_tensor(t, "--input") for t in request.inputs or ["x"]]
-        outputs = [{**_flag_tensor(t, "--output"), "shape": inputs[0]["name"]} for t in request.outputs or ["y"]]
+        inputs = [_flag_tensor(t) for t in request.inputs or ["x"]]
+        outputs = [{**_flag_tensor(t), "shape": inputs[0]["name"]} for t in request.outputs or ["y"]]
         return inputs, outputs, [_flag_attr(a) for a in request.attrs]
     return [dict(t) for t in meta.get("inputs", [])], [dict(t) for t in meta.get("outputs", [])], [dict(a) for a in meta.get("attrs", [])]
 
@@ -224,7 +224,7 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         "inputs": inputs,
         "outputs": outputs,
         "attrs": attrs,
-        "build": {"kernel": f"kernel{'.cu' if platform == 'cuda' else '.cc'}"},
+        "build": {"kernel": f"kernel{specmod.SOURCE_SUFFIX[platform]}"},
         **_transforms(request, meta, len(inputs), len(outputs)),
     }
     return _validated(raw, directory), meta
@@ -246,7 +246,7 @@ def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     source = Path(request.from_file)
     if not source.exists():
         raise UsageError(f"--from {source}: no such file")
-    platform = "cuda" if source.suffix == ".cu" else "cpu"
+    platform = specmod.PLATFORM_OF_SUFFIX.get(source.suffix, "cpu")
     if source.suffix not in (".cu", ".cc", ".cpp", ".cxx") or not re.match(r"^[\w.+-]+$", source.name):
         raise UsageError(f"--from {source}: give a .cu file (or .cc/.cpp for XLA:CPU) whose name has no spaces or quotes")
     if not specmod.PATH_TEXT.match(str(source.resolve().parent)):
@@ -277,7 +277,7 @@ def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         "inputs": inputs,
         "outputs": outputs,
         "attrs": attrs,
-        "build": {"kernel": f"launch{'.cu' if platform == 'cuda' else '.cc'}", "include_dirs": [os.path.dirname(origin) or "."]},
+        "build": {"kernel": f"launch{specmod.SOURCE_SUFFIX[platform]}", "include_dirs": [os.path.dirname(origin) or "."]},
         "from": {"file": origin, "kernel": wrapped.function, "sizes": sizes},
     }  # fmt: skip
     def origin_of(key: str) -> str:  # the operands are the kernel's parameters, not flags
@@ -470,7 +470,7 @@ def _check_kernel_is_not_written(request: NewRequest, spec: Spec) -> None:
     kernel = Path(os.path.normpath(spec.root / spec.origin.file))
     for _, path in files_for(spec):
         for target in (spec.root / path, spec.root / generated.BASE_DIR / path):
-            if paths.real(target) == paths.real(kernel) or paths.same_file(target, kernel):
+            if paths.same_file(target, kernel):
                 raise UsageError(
                     f"--from {request.from_file}: xlacc new writes {path} in {request.directory or spec.name}, and would replace it: "
                     "move the kernel out of the project folder or choose another --dir; nothing was written"

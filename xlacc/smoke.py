@@ -57,7 +57,6 @@ REGISTRATION_MEASURED = frozenset({"platform-name", "api-version-mismatch", "api
 REGISTRATION_GUESSES = REGISTRATION_MEASURED | {"ffi-api-skew", "ld-preload"}
 MAX_SIZE = 2**31 - 1  # element counts a kernel indexes with int
 MAX_DEVICES = 64  # 64 host devices shard in 3 s; 100,000 took minutes and gigabytes
-# What each framework's harness imports, and the README's install command for it.
 # What each framework's harness imports, and the install that brings it (torch-xla's numerics run
 # the program torch_xla emits through jaxlib, so it needs jax too).
 FRAMEWORK_PACKAGES = {
@@ -224,7 +223,7 @@ def diagnosis(result: ChildResult, how: str, already: set[str]) -> list[Finding]
     minus its guesses at registration when the harness measured what went wrong there; a crash is
     always named, with the step it happened in."""
     settled = REGISTRATION_GUESSES if already & REGISTRATION_MEASURED else frozenset()
-    findings = [f for f in diagnose(result) if f.code not in already and f.code not in settled]
+    findings = [f for f in output_findings(result) if f.code not in already and f.code not in settled]
     if not result.crashed:
         return findings
     crashes = [f for f in findings if f.code == "kernel-crash"]
@@ -299,7 +298,7 @@ def unexpected_end(result: ChildResult, framework: str) -> str:
     return f"the {framework} harness {result.describe()}{during}"
 
 
-def diagnose(result: ChildResult) -> list[Finding]:
+def output_findings(result: ChildResult) -> list[Finding]:
     """The doctor's reading of the child's output and exit status; the steps that passed rank a crash's causes."""
     passed = [str(r["name"]) for r in result.records if r.get("type") == "check" and r.get("ok")]
     return list(diagnose_output(result.output, None if result.timed_out else result.returncode, passed=passed, during=result.last_step))

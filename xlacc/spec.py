@@ -110,6 +110,8 @@ OUTPUT_FLAG_PREFIXES = ("-o", "--output", "-Wl,-o", "-Wl,--output", "-odir")
 # with it, so no quotes, backslashes or control characters.
 PATH_TEXT = re.compile(r'^[^"\\\x00-\x1f\x7f]+$')
 KERNEL_SUFFIXES = {"cuda": (".cu",), "cpu": (".cc", ".cpp", ".cxx")}
+SOURCE_SUFFIX = {platform: suffixes[0] for platform, suffixes in KERNEL_SUFFIXES.items()}  # what xlacc names its files
+PLATFORM_OF_SUFFIX = {suffix: platform for platform, suffixes in KERNEL_SUFFIXES.items() for suffix in suffixes}
 SAVED_SHAPE = re.compile(r"^(?P<like>[A-Za-z_]\w*)(?:\[:(?P<stop>-[1-9]\d*)\])?$")  # x, or x[:-1]
 
 
@@ -480,7 +482,7 @@ class Spec(_Operands):
     # -- files ----------------------------------------------------------------------------------
     @property
     def suffix(self) -> str:
-        return ".cu" if self.platform == "cuda" else ".cc"
+        return SOURCE_SUFFIX[self.platform]
 
     @property
     def kernel_file(self) -> str:
@@ -720,10 +722,6 @@ def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
     )
     reader.cross_check(spec)
     return spec
-
-
-def spec_error(path: Path, key: str, exc: UsageError) -> SpecError:
-    return SpecError(path, key, str(exc))
 
 
 class _Reader:

@@ -24,7 +24,7 @@ import stat
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import BinaryIO, Iterator, Protocol
+from typing import BinaryIO, Protocol
 
 from xlacc import paths
 from xlacc.errors import UsageError
@@ -393,7 +393,3 @@ def _open_log(path: Path) -> BinaryIO:
     if kind is not None:
         raise UsageError(f"{path}: {kind}; --log takes a regular file or a pipe")
     return path.open("rb")
-
-
-def lines_of(text: str) -> Iterator[str]:
-    return iter(text.splitlines())

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import PurePath
 
 from xlacc.diagnosis.inputs import SourceFile
 from xlacc.parsers import cxx
@@ -354,7 +353,3 @@ def registration_of(use: cxx.MacroUse) -> Registration | None:
             if len(args) != 2:
                 problem = f"{use.macro} takes (function, \"platform\"); {len(args)} arguments given"
     return Registration(use.macro, target or "", platform or "", handler, problem, use.line, use.text)
-
-
-def is_gpu_file(name: str) -> bool:
-    return PurePath(name.split(":", 1)[0]).suffix in GPU_SUFFIXES

@@ -47,9 +47,6 @@ REGISTRATION_MACROS = (
     "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET",
 )
 XLA_MACROS = HANDLER_MACROS + REGISTRATION_MACROS
-# A call that wraps a function pointer into a PyCapsule in C++ (pybind11, nanobind, the C API,
-# and the helpers projects write around them: EncapsulateFunction, EncapsulateFfiHandler...).
-CAPSULE_CALL = re.compile(r"capsule|Capsule_New|Encapsulate", re.I)
 # Nodes that can hold a declaration: the walk over a tree descends only into these.
 CONTAINERS = frozenset(
     "translation_unit linkage_specification declaration_list namespace_definition template_declaration "
@@ -503,7 +500,7 @@ class _TreeReader:
                 context = _Context(context.extern_c, context.anonymous, context.member, names)
             stack.extend((child, context) for child in reversed(node.children) if child.type in CONTAINERS)
 
-    def function(self, node, context: _Context, lambda_name: str | None = None) -> None:
+    def function(self, node, context: _Context) -> None:
         declarator = node.child_by_field_name("declarator")
         function_declarator = _find_function_declarator(declarator)
         body = node.child_by_field_name("body")

@@ -154,6 +154,7 @@ class Harness:
         self.writer = writer
         self.failed = False
         self.needs_gpu = False
+        self.reported: set[str] = set()
 
     def check(self, name: str, ok: bool | None, detail: str = "") -> bool | None:
         if ok is False:
@@ -164,6 +165,15 @@ class Harness:
         if severity == "error":
             self.failed = True
         self.writer.finding(code, severity, title, evidence, fix)
+
+    def report(self, code: str, evidence: str) -> None:
+        """A finding in the catalogue's wording for this harness, once per code: the first
+        evidence is the most direct."""
+        if code in self.reported:
+            return
+        self.reported.add(code)
+        severity, title, fix = self.wordings[code]
+        self.finding(code, severity, title, evidence, fix.replace("NAME/", f"{self.spec.package}/"))
 
     @contextmanager
     def step(self, name: str, check_name: str | None = None) -> Iterator[None]:
@@ -178,6 +188,7 @@ class Harness:
             self.check(check_name or name, False, first_line(exc))
 
     # -- numerics: the op against the reference; each harness supplies run_op ----------------------
+    wordings: dict[str, tuple[str, str, str]]  # each harness's: the catalogue's (severity, title, fix) by code
     # Set by each harness once the project is loaded.
     args: argparse.Namespace
     spec: spec_mod.Spec

@@ -49,6 +49,8 @@ HOST_BOUND_SHARE = 0.9  # of a call's time spent queueing it
 
 
 class JaxHarness(Harness):
+    wordings = FINDINGS
+
     def __init__(self, args: Any, writer: RecordWriter):
         super().__init__(writer)
         self.args = args
@@ -57,19 +59,10 @@ class JaxHarness(Harness):
         self.device: Any = None
         self.started = False
         self.compiled_ok = False
-        self.reported: set[str] = set()
         self.registrations: list[tuple[str, int]] = []  # (platform, api_version) of the target
         self.lowered_text = ""  # the StableHLO the lowering check read
 
     # -- helpers --------------------------------------------------------------------------------
-    def report(self, code: str, evidence: str) -> None:
-        """One finding per code: the first evidence is the most direct."""
-        if code in self.reported:
-            return
-        severity, title, fix = FINDINGS[code]
-        self.reported.add(code)
-        self.finding(code, severity, title, evidence, fix.replace("NAME/", f"{self.spec.package}/"))
-
     @property
     def spec(self):
         return self.project.spec

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from xlacc.runtime import hlo, numerics, xla_program
-from xlacc.runtime.harness import Harness, Project, as_tuple, case_label, load_project, parse_args
+from xlacc.runtime.harness import Harness, Project, as_tuple, case_label, load_project, parse_args, spec_dtype
 from xlacc.diagnosis.findings import wordings
 from xlacc.runtime.records import RecordWriter
 from xlacc.runtime.torch_arrays import from_torch, to_torch
@@ -71,6 +71,8 @@ class Lowering:
 
 
 class TorchXlaHarness(Harness):
+    wordings = FINDINGS
+
     def __init__(self, args: Any, writer: RecordWriter):
         super().__init__(writer)
         self.args = args
@@ -79,7 +81,6 @@ class TorchXlaHarness(Harness):
         self.device: Any = None
         self.device_type = ""
         self.version = ""
-        self.reported: set[str] = set()
         self.sizes_compared: list[str] = []
         self.jax_device: Any = None
         self._jaxlib_library: Any = None  # the library registered with jaxlib, kept loaded
@@ -91,14 +92,6 @@ class TorchXlaHarness(Harness):
     @property
     def has_cuda(self) -> bool:
         return self.device_type in ("CUDA", "GPU")
-
-    def report(self, code: str, evidence: str) -> None:
-        """One finding per code: the first evidence is enough."""
-        if code in self.reported:
-            return
-        self.reported.add(code)
-        severity, title, fix = FINDINGS[code]
-        self.finding(code, severity, title, evidence, fix)
 
     def run(self) -> int:
         with self.step("load", "project"):
@@ -304,7 +297,7 @@ class TorchXlaHarness(Harness):
         if not out.generic:
             return out.dtype
         generic_input = next(i for i, t in enumerate(self.spec.inputs) if t.generic)
-        return _spec_dtype_of(operands[generic_input])
+        return spec_dtype(np.asarray(operands[generic_input]))
 
     def summarize(self, lowerings: list[tuple[str, int, Lowering]]) -> None:
         cases = ", ".join(f"n={size}{' ' + dtype if dtype else ''}" for dtype, size, _ in lowerings)
@@ -356,11 +349,6 @@ def hlo_shape(tensor: Any) -> str:
 def _shape_key(printed: str) -> str:
     match = _HLO_SHAPE.search(printed)
     return f"{match['type']}[{match['dims']}]" if match else printed
-
-
-def _spec_dtype_of(array: Any) -> str:
-    name = np.asarray(array).dtype.name
-    return next(k for k, v in DTYPE_INFO.items() if v["numpy"] == name)
 
 
 def _tag_opcode(name: str, instructions: dict[str, hlo.Instruction], tags: dict[str, int]) -> str | None:

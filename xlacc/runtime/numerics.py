@@ -18,10 +18,6 @@ TOLERANCES: dict[str, tuple[float, float]] = {DTYPE_INFO[name]["numpy"]: tol for
 FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 
-def dtype_name(array: Any) -> str:
-    return np.asarray(array).dtype.name
-
-
 def tolerance(dtype: str, rtol: float | None = None, atol: float | None = None) -> tuple[float, float]:
     """The dtype's tolerances, each replaced by the user's value where one is given."""
     default_rtol, default_atol = TOLERANCES.get(dtype, (0.0, 0.0))

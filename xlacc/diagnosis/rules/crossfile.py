@@ -323,7 +323,7 @@ def unregistered_targets(program: Program, links: Links) -> list[Finding]:
     return findings
 
 
-def missing_symbols(program: Program, facts: PyFacts, known: set[str]) -> list[Finding]:
+def missing_symbols(facts: PyFacts, known: set[str]) -> list[Finding]:
     """A ctypes look-up of a name no source defines, next to one it misspells (a sibling folder not
     examined may define names that share nothing with the ones here)."""
     findings = []
@@ -514,7 +514,7 @@ def cross_findings(program: Program) -> list[Finding]:
         for reg in facts.registrations:
             findings.extend(registration_mismatches(links, facts, reg))
         if program.entries:
-            findings.extend(missing_symbols(program, facts, known))
+            findings.extend(missing_symbols(facts, known))
     findings.extend(unregistered_targets(program, links))
     for entry in program.entries:  # one finding per entry point, however many calls show it
         calls = calls_of.get(id(entry), [])

@@ -80,11 +80,6 @@ def _target_archs(arch: str | None) -> tuple[list[str], str]:
 def _gpu_code(path: Path, arch: str | None) -> Section:
     from xlacc import elf, fatbin, verify
 
-    if arch:
-        try:
-            fatbin.parse_arch(arch)
-        except ValueError as exc:
-            raise UsageError(f"--arch {arch}: {exc}") from None
     try:
         entries = fatbin.read_fatbin(path)
         if not entries:
