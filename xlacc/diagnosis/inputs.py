@@ -164,7 +164,7 @@ def read_text(path: Path, limit: int = MAX_SOURCE_BYTES) -> str:
         with path.open("rb") as stream:
             data = stream.read(limit)
     except IsADirectoryError:
-        raise UsageError(f"{path} is a directory; --log and --so take a file") from None
+        raise UsageError(f"{path} is a directory, not a file") from None
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     return data.decode("utf-8", errors="replace").replace("\0", "")
