@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
 from needs import needs_ffi_headers
 
-from xlacc import builder, scaffold, smoke, update
+from xlacc import builder, generated, scaffold, smoke, update
 from xlacc import spec as specmod
 from xlacc.errors import UsageError
 from xlacc.scaffold import NewRequest
@@ -236,3 +237,48 @@ def test_a_generated_file_that_is_not_a_regular_file_is_a_one_line_error_and_not
         update.run(update.UpdateRequest(project))
     assert "\n" not in str(info.value)
     assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
+
+
+def test_tables_after_the_record_are_the_users_and_stay(project):
+    """A table appended below [generated] was cut away with the record, with exit 0."""
+    spec_file = project / "xlacc.toml"
+    spec_file.write_text(spec_file.read_text() + '\n[[attrs]]\nname = "alpha"\ntype = "f32"\ndefault = 2.0\n')
+
+    report = update.run(update.UpdateRequest(project))
+
+    assert not report.failed
+    assert [a.name for a in specmod.load(project).attrs] == ["alpha"]
+    assert "alpha" in (project / "op" / "jax.py").read_text()
+    assert update.run(update.UpdateRequest(project)).failed is False and "alpha" in spec_file.read_text()
+
+
+def test_the_record_moved_to_the_top_is_replaced_there_and_nothing_else_goes(project):
+    spec_file = project / "xlacc.toml"
+    text = spec_file.read_text()
+    start = text.index("# Written by xlacc")
+    spec_file.write_text(text[start:] + "\n" + text[:start])
+    before = specmod.load(project)
+
+    assert not update.run(update.UpdateRequest(project)).failed
+
+    after = spec_file.read_text()
+    assert after.count("[generated]") == 1 and after.rstrip().endswith('"')  # the record is last again
+    assert specmod.load(project).signature_digest == before.signature_digest
+
+
+@pytest.mark.parametrize("header", ["[generated]  # keep this", "[ generated ]", '["generated"]'])
+def test_a_record_header_written_another_valid_way_is_still_the_record(project, header):
+    """Each is the same TOML table: update once appended a second one, and the file stopped parsing."""
+    spec_file = project / "xlacc.toml"
+    edit(spec_file, "\n[generated]\n", f"\n{header}\n")
+
+    assert not update.run(update.UpdateRequest(project)).failed
+
+    assert len(re.findall(r'^\[\s*"?generated', spec_file.read_text(), re.MULTILINE)) == 2  # [generated] and [generated.files]
+    specmod.load(project)
+
+
+def test_a_header_like_line_inside_a_string_is_refused_not_cut():
+    text = '[op]\nname = "op"\n\n[notes]\ntext = """\n[generated]\nkept = 1\n"""\n\n[generated]\nxlacc = "0"\n'
+    with pytest.raises(UsageError, match="cannot be told apart from your tables"):
+        generated.without_record(text)

@@ -30,7 +30,9 @@ RECORD_HEADER = (
     "# Written by xlacc: what it generated, so that `xlacc update` can tell your edits from its own.\n"
     "# Keep this table and the .xlacc/ folder (commit both).\n"
 )
-RECORD_START = re.compile(r"^(# Written by xlacc: what it generated.*\n)?(# Keep this table.*\n)?\[generated\]\s*$", re.MULTILINE)
+RECORD_COMMENTS = ("# Written by xlacc: what it generated", "# Keep this table")
+# A table's header line: [a.b] or [[a.b]], spaces and a comment allowed, keys bare or quoted.
+TABLE_HEADER = re.compile(r"^[ \t]*\[\[?(?P<key>[^\]\n]*)\]\]?[ \t]*(?:#.*)?$")
 
 
 def digest(text: str) -> str:
@@ -38,9 +40,48 @@ def digest(text: str) -> str:
 
 
 def without_record(spec_text: str) -> str:
-    """``xlacc.toml`` without its ``[generated]`` tables (the last thing in the file)."""
-    match = RECORD_START.search(spec_text)
-    return spec_text if match is None else spec_text[: match.start()].rstrip("\r\n") + line_ending(spec_text)
+    """``xlacc.toml`` without its ``[generated]`` tables, wherever they are: every other table is
+    the user's and stays. Checked by parsing both texts; where they differ by more than the record
+    (a header-like line inside a multi-line string), a UsageError, and nothing is lost."""
+    kept: list[str] = []
+    in_record = False
+    for line in spec_text.splitlines(keepends=True):
+        header = TABLE_HEADER.match(line.rstrip("\r\n"))
+        if header:
+            in_record = _first_key(header["key"]) == "generated"
+            while in_record and kept and kept[-1].startswith(RECORD_COMMENTS):
+                kept.pop()
+        if not in_record:
+            kept.append(line)
+    text = "".join(kept).rstrip("\r\n") + line_ending(spec_text)
+    _check_only_the_record_went(spec_text, text)
+    return text
+
+
+def _first_key(dotted: str) -> str:
+    """The first key of a table header's dotted key: ``generated`` of ``generated.files``, of
+    ``"generated"`` and of `` generated ``."""
+    dotted = dotted.strip()
+    if dotted[:1] in ("'", '"'):
+        return dotted[1 : dotted.find(dotted[0], 1)]
+    return dotted.split(".", 1)[0].strip()
+
+
+def _check_only_the_record_went(spec_text: str, text: str) -> None:
+    try:
+        before = specmod.tomllib.loads(spec_text)
+    except specmod.tomllib.TOMLDecodeError:
+        return  # not TOML: reading the spec says where, and xlacc writes nothing from it
+    before.pop("generated", None)
+    try:
+        after = specmod.tomllib.loads(text)
+    except specmod.tomllib.TOMLDecodeError:
+        after = None
+    if before != after:
+        raise UsageError(
+            f"{specmod.SPEC_FILE}: its [generated] table cannot be told apart from your tables "
+            "(a line like a table header inside a multi-line string?): move [generated] to the end of the file; nothing was written"
+        )
 
 
 def file_digest(path: str, text: str) -> str:
