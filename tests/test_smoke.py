@@ -431,3 +431,13 @@ def test_a_call_the_host_queues_slower_than_it_runs_is_timed_as_host_bound(monke
     slow_to_run = harness_jax.time_call(lambda: None, [], wait=lambda _: time.sleep(0.01), sample_seconds=0.01)
     assert slow_to_queue.host_bound and slow_to_queue.queued >= 0.002
     assert not slow_to_run.host_bound and slow_to_run.seconds > 5 * slow_to_run.queued
+
+
+def test_a_thread_the_reference_leaves_running_does_not_hold_run_smoke(tmp_path):
+    """The harness waited for the user's non-daemon thread after its last check, until --timeout."""
+    project = new_project(tmp_path, "add_ffi")
+    append(project / project.name / "reference.py", "import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()")
+    started = time.perf_counter()
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1", "--timeout", "60")
+    assert code == EXIT_OK, payload
+    assert time.perf_counter() - started < 40

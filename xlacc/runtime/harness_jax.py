@@ -22,7 +22,7 @@ import numpy as np
 
 from xlacc.runtime import hlo
 from xlacc.runtime.harness_transforms import TransformChecks
-from xlacc.runtime.harness import DEFAULT_SIZES, Harness, Project, as_tuple, case_label, first_line, load_project, parse_args, spec_dtype
+from xlacc.runtime.harness import DEFAULT_SIZES, Harness, Project, as_tuple, case_label, first_line, leave, load_project, parse_args, spec_dtype
 from xlacc.diagnosis.findings import wordings
 from xlacc.runtime.records import RecordWriter
 
@@ -461,4 +461,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())

@@ -17,14 +17,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from xlacc.runtime import hlo, numerics, xla_program
-from xlacc.runtime.harness import Harness, Project, as_tuple, case_label, load_project, parse_args, spec_dtype
+from xlacc.runtime.harness import Harness, Project, as_tuple, case_label, leave, load_project, parse_args, spec_dtype
 from xlacc.diagnosis.findings import wordings
 from xlacc.runtime.records import RecordWriter
 from xlacc.runtime.torch_arrays import from_torch, to_torch
@@ -372,4 +371,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())

@@ -31,7 +31,7 @@ import numpy as np
 
 from xlacc.diagnosis.rules.environment import package_version
 from xlacc.runtime import hlo
-from xlacc.runtime.harness import DEFAULT_SIZES, as_tuple, case_label, first_line, parse_args, spec_dtype
+from xlacc.runtime.harness import DEFAULT_SIZES, as_tuple, case_label, first_line, leave, parse_args, spec_dtype
 from xlacc.runtime.harness_jax import JaxHarness, time_call
 from xlacc.runtime.records import RecordWriter
 from xlacc.runtime.torch_arrays import from_torch, to_torch
@@ -302,4 +302,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())
