@@ -85,6 +85,18 @@ def test_a_conflict_is_marked_in_the_file_and_fails_the_update(project, upgraded
     assert "<<<<<<< yours\n#include <xlacc/kernel.h>  // mine\n=======\n#include <xlacc/kernel.h>  // theirs\n>>>>>>> xlacc" in text
 
 
+def test_an_update_after_an_unresolved_conflict_still_reports_it(project, upgraded_templates):
+    """The second update called the marked file "up to date: your edits kept" and exited 0."""
+    edit(project / "kernel.cc", "#include <xlacc/kernel.h>\n", "#include <xlacc/kernel.h>  // mine\n")
+    edit(upgraded_templates / "add/kernel.cc.j2", "#include <xlacc/kernel.h>\n", "#include <xlacc/kernel.h>  // theirs\n")
+    assert update.run(update.UpdateRequest(project)).failed
+
+    again = update.run(update.UpdateRequest(project))
+
+    assert again.failed and statuses(again)["kernel.cc"] == "conflict"
+    assert [f.code for f in again.findings] == ["update-conflict"] and "still holds an earlier update's conflict markers" in again.findings[0].evidence
+
+
 def test_build_and_run_smoke_refuse_a_project_with_unresolved_conflicts(project, upgraded_templates):
     edit(project / "op" / "jax.py", "import ctypes\n", "import ctypes  # mine\n")
     edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # theirs\n")

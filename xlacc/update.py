@@ -15,7 +15,7 @@ parameters no longer match the op in xlacc.toml is refused, saying what to chang
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xlacc import generated, scaffold, wrap
@@ -60,7 +60,7 @@ def run(request: UpdateRequest) -> Report:
     files = {path: text for path, text in rendered.items() if path != specmod.SPEC_FILE}
     recorded = dict(spec.generated.files) if spec.generated else {}
     outcomes = [
-        outcome_for(directory, path, files.get(path), recorded.get(path), scaffold.owner_of(spec, path))
+        still_marked(directory, outcome_for(directory, path, files.get(path), recorded.get(path), scaffold.owner_of(spec, path)))
         for path in sorted(set(files) | (set(recorded) - {specmod.SPEC_FILE}))
     ]
     report = Report(title=f"xlacc update {spec.name} (xlacc {spec.generated.xlacc if spec.generated else '?'} -> {generated.__version__})")
@@ -168,6 +168,22 @@ def merge(directory: Path, path: str, current: str, new: str) -> FileOutcome:
 def lf_lines(text: str) -> list[str]:
     """The lines of ``text``, each ending in LF: a file saved with CRLF merges line by line too."""
     return text.replace("\r\n", "\n").splitlines(True)
+
+
+def still_marked(directory: Path, outcome: FileOutcome) -> FileOutcome:
+    """A file that will still hold the markers of an earlier update's conflict is a conflict, not
+    "your edits kept": nothing builds until they are resolved."""
+    if outcome.status == "conflict":
+        return outcome
+    try:
+        text = outcome.text if outcome.text is not None else generated.read_text(directory / outcome.path)
+    except UsageError:
+        return outcome
+    marker = generated.CONFLICT_MARKER.search(text or "")
+    if marker is None:
+        return outcome
+    line = text.count("\n", 0, marker.start()) + 1
+    return replace(outcome, status="conflict", detail=f"line {line} still holds an earlier update's conflict markers: resolve them")
 
 
 def conflict_finding(conflicts: list[FileOutcome]) -> Finding:
