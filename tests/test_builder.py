@@ -323,6 +323,25 @@ def test_a_compiler_that_never_ends_is_stopped_at_the_timeout(in_tmp, monkeypatc
     assert library.read_bytes() == good and leftovers(library.parent) == []
 
 
+def test_a_source_saved_while_it_compiles_is_neither_recorded_nor_shared(in_tmp, monkeypatch):
+    """The key is the text read before the compiler ran: a save in between once recorded (and
+    shared) the new text's library under the old text's key, and an undo then found it "up to date"."""
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    saves = f"echo '// saved while compiling' >> {source}"
+    monkeypatch.setenv("CXX", str(fake_cxx(in_tmp / "tools", f'{saves}\n{shutil.which("g++")} "$@"')))
+    monkeypatch.setenv("XLACC_CACHE_DIR", str(in_tmp / "shared"))
+
+    report = builder.run(request(source))
+
+    compile_check = checks_by_name(report)["compile"]
+    assert report.code() == 0 and compile_check.ok is None
+    assert "k.cc changed while it compiled: `xlacc build` again builds what is saved now" in compile_check.detail
+    assert not any((in_tmp / "shared").glob("**/*.so"))
+    monkeypatch.setenv("CXX", str(fake_cxx(in_tmp / "tools", f'{shutil.which("g++")} "$@"')))
+    again = builder.run(request(source))
+    assert checks_by_name(again)["compile"].ok is True and checks_by_name(again)["compile"].detail.startswith("compiled in")
+
+
 def test_a_flood_of_compiler_output_is_kept_bounded_with_its_first_and_last_errors(in_tmp, monkeypatch):
     flood = "i=0; while [ $i -lt 200000 ]; do echo 'note: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'; i=$((i+1)); done"
     body = f"echo 'k.cc:1:1: error: the first'\n{flood}\necho 'k.cc:9:1: error: the last'\nexit 1"

@@ -177,6 +177,7 @@ class Plan:
     cache: BuildCache
     checks: list[Check]
     inputs: tuple[Path, ...]  # the sources and the headers of theirs the key covers
+    input_digests: dict[Path, str]  # their text as the key covers it
 
 
 # -- entry points -------------------------------------------------------------------------------
@@ -447,7 +448,7 @@ def _build(target: Target, options: Options) -> BuildResult:
         step = _copy_step(plan, shared) if shared is not None else None
         if step is None:
             step = _compile_step(plan, options)
-            if step.ok and shared is not None:
+            if step.ok and step.recorded and shared is not None:
                 shared.store(plan.key, target.output, step.compiler_output)
     checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
     if not step.ok:
@@ -499,6 +500,7 @@ class StepResult:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     compiler_output: str = ""
+    recorded: bool = True  # the library is the one the cache key names
 
     @property
     def ok(self) -> bool:
@@ -518,6 +520,10 @@ def _compile_step(plan: Plan, options: Options) -> StepResult:
         failure = _compile_failure_check(plan, outcome, messages)
         findings = [_compile_error_finding(plan, messages, outcome.output)] + _link_diagnoses(plan, outcome.output)
         return StepResult([failure], findings, notes)
+    changed = changed_since_read(plan)
+    if changed:  # neither text's library: not recorded, not shared, built again next time
+        detail = f"compiled in {outcome.seconds:.2f} s, but {', '.join(changed)} changed while it compiled: `xlacc build` again builds what is saved now"
+        return StepResult([Check("compile", None, detail)], _warnings(plan, messages), notes, recorded=False)
     plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
     return StepResult([Check("compile", True, f"compiled in {outcome.seconds:.2f} s")], _warnings(plan, messages), notes, outcome.output)
 
@@ -572,7 +578,21 @@ def _prepare(target: Target, options: Options) -> Plan:
         checks.append(Check("archs", True, f"{describe_archs(archs, target.ptx)}: {why}"))
     command = compile_command(compiler, target, archs, ffi_dir)
     key = cache_key(inputs, command, compiler, toolchain.ffi_headers_digest(ffi_dir) if ffi_dir else "")
-    return Plan(target, compiler, command, archs, key, cache, checks, tuple(inputs))
+    return Plan(target, compiler, command, archs, key, cache, checks, tuple(inputs), digests(inputs))
+
+
+def digests(inputs: dict[Path, bytes]) -> dict[Path, str]:
+    return {path: hashlib.sha256(data).hexdigest() for path, data in inputs.items()}
+
+
+def changed_since_read(plan: Plan) -> list[str]:
+    """The inputs whose text is no longer what the cache key covers (saved while the compiler ran:
+    the library may hold either text)."""
+    try:
+        now = digests(read_inputs(plan.target.sources, plan.target.search_path))
+    except UsageError:
+        now = {}
+    return [path.name for path in dict.fromkeys([*plan.input_digests, *now]) if now.get(path) != plan.input_digests.get(path)]
 
 
 def gencode_flags(archs: list[str], ptx: bool = True) -> list[str]:
