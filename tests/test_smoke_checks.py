@@ -192,6 +192,15 @@ def test_nan_where_the_reference_has_a_number_fails():
     assert numerics.compare("out", np.array([np.nan, 1.0]), np.array([np.nan, 1.0])).ok
 
 
+def test_nan_everywhere_in_both_proves_nothing_and_fails():
+    """A kernel and a reference that both give NaN for every element passed numerics, vmap and grad."""
+    nan = np.full(4, np.nan)
+    result = numerics.compare("out", nan.astype(np.float32), nan)
+    assert not result.ok and "every element is NaN or infinite in both the op and the reference" in result.detail
+    assert not numerics.compare("out", np.full(2, np.inf, np.float32), np.full(2, np.inf)).ok
+    assert numerics.compare("out", np.array([np.nan, np.inf, 1.0]), np.array([np.nan, np.inf, 1.0])).ok
+
+
 def test_integers_are_exact():
     want = np.arange(10)
     assert numerics.compare("out", want.astype(np.int32), want).ok

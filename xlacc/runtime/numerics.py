@@ -66,6 +66,9 @@ def _compare_values(label: str, actual: np.ndarray, expected: np.ndarray, rtol: 
         f" (got {got.flat[worst_abs]:.7g}, want {want.flat[worst_abs]:.7g}),"
         f" max rel err {rel_err.flat[worst_rel]:.3g} at {_where(worst_rel, got.shape)}; rtol={rtol:g} atol={atol:g}"
     )
+    if not np.isfinite(want).any() and not np.isfinite(got).any():
+        return Comparison(False, f"{label}: every element is NaN or infinite in both the op and the reference, which proves nothing: "
+                          f"make example_inputs give values the reference computes finitely; {summary}", float(abs_err.max()), float(rel_err.max()))
     if _writes_zeros(got, want):
         return Comparison(False, f"{label}: every output is zero, the reference is not; {summary}", float(abs_err.max()), float(rel_err.max()))
     count = int(bad.sum())
