@@ -275,3 +275,33 @@ def test_findings_alike_but_for_their_lines_are_shown_three_times_then_counted()
 )
 def test_durations_are_printed_to_two_decimals_at_most(seconds, text):
     assert engine._duration(seconds) == text
+
+
+def _replicated_module(path: Path, padding_lines: int) -> Path:
+    """An HLO module whose custom call is fed by all-gathers, after ``padding_lines`` adds."""
+    head = "HloModule jit_f\n\nENTRY %main (p0: f32[8], p1: f32[8]) -> f32[16] {\n  %p0 = f32[8]{0} parameter(0)\n  %p1 = f32[8]{0} parameter(1)\n  %a0 = f32[8]{0} add(%p0, %p1)\n"
+    body = "".join(f"  %a{i} = f32[8]{{0}} add(%a{i - 1}, %a{i - 1})\n" for i in range(1, padding_lines))
+    gathers = "".join(
+        f"  %all-gather.{i} = f32[16]{{0}} all-gather({operand}), channel_id={i + 1}, replica_groups=[1,2]<=[2], dimensions={{0}}, use_global_device_ids=true\n"
+        for i, operand in enumerate([f"%a{padding_lines - 1}", "%p1"])
+    )
+    call = '  ROOT %custom-call = f32[16]{0} custom-call(%all-gather.0, %all-gather.1), custom_call_target="add", api_version=API_VERSION_TYPED_FFI\n}\n'
+    path.write_text(head + body + gathers + call)
+    return path
+
+
+def test_an_hlo_module_past_the_source_limit_is_read_whole(tmp_path):
+    """A 2.6 MB module was cut at 2 MB: doctor said it held no custom call, and exited 0."""
+    module = _replicated_module(tmp_path / "big.hlo", 60_000)
+    assert module.stat().st_size > 2_000_000
+    code, payload = doctor_json(str(module))
+    assert code == 1 and [f["code"] for f in payload["findings"]] == ["custom-call-replicated"]
+
+
+def test_an_hlo_module_too_large_to_read_whole_is_refused_in_one_line(tmp_path, monkeypatch):
+    from xlacc.diagnosis import inputs
+
+    monkeypatch.setattr(inputs, "MAX_MODULE_BYTES", 1_000_000)
+    module = _replicated_module(tmp_path / "big.hlo", 30_000)
+    with pytest.raises(UsageError, match=r"big.hlo is \d MB; doctor reads an HLO module up to 1 MB whole"):
+        engine.run(engine.DoctorRequest([module], None, [], None, None, False, [], []))

@@ -41,6 +41,10 @@ SKIPPED_DIRECTORIES = frozenset(
 MAX_FILES = 400
 MAX_ENTRIES = 20_000
 MAX_SOURCE_BYTES = 2_000_000  # a source or note bigger than this is read as its first 2 MB
+# An HLO or MLIR module is read whole or not at all: a module cut short would seem to hold no
+# custom call.
+MAX_MODULE_BYTES = 16_000_000  # 16 MB: 3.3 s and 330 MB of doctor
+MODULE_SUFFIXES = frozenset({".hlo", ".mlir"})
 MAX_LINE = 4096  # longer lines are cut before any rule sees them
 LOG_HEAD_LINES = 200
 LOG_TAIL_LINES = 400
@@ -156,6 +160,17 @@ def require_regular_file(path: Path, flag: str = "") -> None:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     if kind is not None:
         raise UsageError(f"{flag + ' ' if flag else ''}{path}: {kind}, not a regular file")
+
+
+def read_module(path: Path) -> str:
+    """An HLO or MLIR file's text, whole: a UsageError for one too large to read."""
+    size = path.stat().st_size
+    if size > MAX_MODULE_BYTES:
+        raise UsageError(
+            f"{path} is {size / 1e6:.0f} MB; doctor reads an HLO module up to {MAX_MODULE_BYTES // 1_000_000} MB whole: "
+            "pass the module that holds your op (--xla_dump_to writes one file per module), or its folder"
+        )
+    return read_text(path, MAX_MODULE_BYTES)
 
 
 def read_text(path: Path, limit: int = MAX_SOURCE_BYTES) -> str:
