@@ -152,3 +152,11 @@ def test_a_host_bound_bench_says_the_time_is_torchaxs_dispatch():
     assert "host-bound" not in bench_detail("n=16", result)
     detail = bench_detail("n=16", {**result, "torchax_host_bound": True, "torchax_queue_us": 140.1})
     assert "host-bound: torch queued a call every 140.1 us" in detail and "torchax's dispatch, not the kernel" in detail
+
+
+def test_warnings_as_errors_fail_only_on_the_users_warnings(tmp_path, monkeypatch):
+    """torch's warning about torchax's read-only views of jax arrays failed numerics under -W error."""
+    project = torchax_project(tmp_path, "add_ffi")
+    monkeypatch.setenv("PYTHONWARNINGS", "error")
+    code, payload, _ = run_smoke(project, "--framework", "torchax", "--sizes", SMALL_SIZES)
+    assert code == EXIT_OK, payload

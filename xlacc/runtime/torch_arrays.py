@@ -5,9 +5,13 @@ Imported only in child processes that have torch.
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import numpy as np
+
+READ_ONLY_WARNING = "The given NumPy array is not writable"
 
 
 def to_torch(array: Any):
@@ -17,7 +21,17 @@ def to_torch(array: Any):
     array = np.asarray(array)
     if array.dtype.name == "bfloat16":
         return torch.from_numpy(np.ascontiguousarray(array.astype(np.float32))).to(torch.bfloat16)
-    return torch.from_numpy(np.ascontiguousarray(array))
+    array = np.ascontiguousarray(array)
+    return torch.from_numpy(array if array.flags.writeable else array.copy())  # a jax array's view is read-only
+
+
+@contextmanager
+def read_only_views_allowed() -> Iterator[None]:
+    """torchax hands jax arrays to torch as read-only NumPy views, and torch warns each time: an
+    error under PYTHONWARNINGS=error, from code that is not the user's. Nothing writes to them."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=READ_ONLY_WARNING)
+        yield
 
 
 def from_torch(tensor: Any) -> np.ndarray:
