@@ -199,6 +199,17 @@ def test_closed_streams_and_an_ascii_console_still_get_answers(tmp_path):
         assert run.returncode == code, (closing, run.stdout, run.stderr)
     ascii_console = xlacc("doctor", str(tmp_path), env={"PYTHONIOENCODING": "ascii"})
     assert ascii_console.returncode == 0 and "directory" in ascii_console.stdout
+    (tmp_path / "notes.txt").write_text("nothing to see\n")
+    ascii_console = xlacc("doctor", str(tmp_path / "notes.txt"), env={"PYTHONIOENCODING": "ascii"})
+    marks = {line.split(" ", 1)[0] for line in ascii_console.stdout.splitlines()[1:] if line}
+    assert "ok" in marks and "?" not in marks, ascii_console.stdout  # pass and fail both printed as "?"
+
+
+def test_a_json_answer_stdout_cannot_take_is_one_line_on_stderr(tmp_path):
+    with open("/dev/full", "w") as full:
+        run = subprocess.run([sys.executable, "-m", "xlacc", "doctor", "--json", str(tmp_path)], stdout=full, stderr=subprocess.PIPE,
+                             text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 2 and run.stderr == "error: No space left on device\n", run.stderr
 
 
 @pytest.mark.parametrize("columns, kept", [("0", False), ("-5", False), ("abc", False), ("10", False), ("100", True)])

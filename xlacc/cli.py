@@ -390,5 +390,9 @@ def _failed(message: str, code: int, argv: list[str]) -> int:
     """The error line on stderr; with --json, stdout still holds a JSON object a script can read."""
     error_line(message)
     if "--json" in argv:
-        sys.stdout.write(json.dumps({"exit_code": code, "error": message.strip()}) + "\n")
+        try:
+            sys.stdout.write(json.dumps({"exit_code": code, "error": message.strip()}) + "\n")
+            sys.stdout.flush()
+        except OSError:  # stdout itself failed (a full disk, /dev/full): the line on stderr stands
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return code

@@ -135,9 +135,14 @@ def layout(report: Report) -> list[Line]:
     return lines
 
 
+ASCII_MARKS = {"✓": "ok", "✗": "FAIL"}  # where the console cannot print the marks (both came out as "?")
+
+
 def write_lines(lines: list[Line], stderr: bool = False) -> None:
     """Colour through rich on a terminal; plain text otherwise (and without importing rich)."""
     stream = sys.stderr if stderr else sys.stdout
+    if not _can_print(stream, "".join(ASCII_MARKS)):
+        lines = [_with_ascii_mark(line) for line in lines]
     if not use_color(stream):
         stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
         stream.flush()
@@ -147,6 +152,21 @@ def write_lines(lines: list[Line], stderr: bool = False) -> None:
     out = console(stderr=stderr)
     for line in lines:
         out.print(Text.assemble(*line))
+
+
+def _can_print(stream, text: str) -> bool:
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _with_ascii_mark(line: Line) -> Line:
+    if not line or line[0][0][:1] not in ASCII_MARKS:
+        return line
+    (text, style), *rest = line
+    return [(ASCII_MARKS[text[0]] + text[1:], style), *rest]
 
 
 def render_text(report: Report) -> None:
