@@ -294,3 +294,14 @@ def test_a_header_like_line_inside_a_string_is_refused_not_cut():
     text = '[op]\nname = "op"\n\n[notes]\ntext = """\n[generated]\nkept = 1\n"""\n\n[generated]\nxlacc = "0"\n'
     with pytest.raises(UsageError, match="cannot be told apart from your tables"):
         generated.without_record(text)
+
+
+def test_a_spec_saved_with_a_byte_order_mark_reads_and_updates(project, upgraded_templates):
+    """Windows editors write one: 'Invalid statement (at line 1, column 1)'."""
+    spec_file = project / "xlacc.toml"
+    spec_file.write_bytes(b"\xef\xbb\xbf" + spec_file.read_bytes())
+    edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # newer bindings\n")
+
+    assert specmod.load(project).name == "op"
+    assert not update.run(update.UpdateRequest(project)).failed
+    assert spec_file.read_bytes().startswith(b"\xef\xbb\xbf") and specmod.load(project).name == "op"

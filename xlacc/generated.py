@@ -69,12 +69,12 @@ def _first_key(dotted: str) -> str:
 
 def _check_only_the_record_went(spec_text: str, text: str) -> None:
     try:
-        before = specmod.tomllib.loads(spec_text)
+        before = specmod.tomllib.loads(spec_text.removeprefix("\ufeff"))
     except specmod.tomllib.TOMLDecodeError:
         return  # not TOML: reading the spec says where, and xlacc writes nothing from it
     before.pop("generated", None)
     try:
-        after = specmod.tomllib.loads(text)
+        after = specmod.tomllib.loads(text.removeprefix("\ufeff"))
     except specmod.tomllib.TOMLDecodeError:
         after = None
     if before != after:

@@ -678,7 +678,7 @@ def find_spec(path: Path) -> Path:
 
 def read_toml(spec_path: Path) -> dict[str, Any]:
     try:
-        text = paths.read_user_file(spec_path, MAX_SPEC_BYTES).decode("utf-8")
+        text = paths.read_user_file(spec_path, MAX_SPEC_BYTES).decode("utf-8-sig")  # an editor's byte-order mark is no error
     except FileNotFoundError:
         raise UsageError(f"{spec_path}: no such file") from None
     except UnicodeDecodeError as exc:
