@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from xlacc import scaffold
 from xlacc import spec as specmod
 from xlacc.errors import SpecError, UsageError
 
@@ -143,9 +144,22 @@ def test_not_toml_and_missing_tables(tmp_path):
         specmod.load(tmp_path / "nowhere")
 
 
+def test_a_duplicate_name_is_named_before_the_backward_that_reads_it(tmp_path):
+    """A second input `x` was reported as "[backward.grads] 'y' is not a floating-point input"."""
+    project = tmp_path / "op"
+    scaffold.create(scaffold.NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=project))
+    spec_file = project / "xlacc.toml"
+    spec_file.write_text(spec_file.read_text().replace('name = "y"', 'name = "x"', 1))
+    with pytest.raises(SpecError, match=r"\[inputs\] the name 'x' is used twice"):
+        specmod.load(project)
+    spec_file.write_text(spec_file.read_text().replace('name = "x"', 'name = "y"', 1).replace("[[outputs]]", '[[attrs]]\nname = "y"\ntype = "f32"\n\n[[outputs]]', 1))
+    with pytest.raises(SpecError, match=r"\[attrs\] the name 'y' is used twice"):
+        specmod.load(project)
+
+
 def test_duplicate_names_and_mixed_dtype_lists_are_refused(tmp_path):
     dup = VALID.replace('name = "weight"', 'name = "x"')
-    with pytest.raises(SpecError, match="used twice"):
+    with pytest.raises(SpecError, match=r"\[inputs\] the name 'x' is used twice"):
         specmod.load(write(tmp_path, dup))
     mixed = VALID.replace('name = "weight"\ndtype = ["f32", "bf16"]', 'name = "weight"\ndtype = ["f16", "f32"]')
     with pytest.raises(SpecError, match="same list"):

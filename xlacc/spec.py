@@ -702,6 +702,7 @@ def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
     inputs = tuple(reader.tensor(t, f"inputs[{i}]", is_output=False) for i, t in enumerate(reader.array(raw, "inputs")))
     outputs = tuple(reader.tensor(t, f"outputs[{i}]", is_output=True) for i, t in enumerate(reader.array(raw, "outputs")))
     attrs = tuple(reader.attr(a, f"attrs[{i}]") for i, a in enumerate(reader.array(raw, "attrs", required=False)))
+    reader.check_distinct_names(inputs, outputs, attrs)  # before [backward] and the rest name them
     spec = Spec(
         name=name,
         target=reader.get(op, "op.target", check_target, default=name),
@@ -983,11 +984,15 @@ class _Reader:
             files=dict(files),
         )
 
+    def check_distinct_names(self, inputs: tuple[Tensor, ...], outputs: tuple[Tensor, ...], attrs: tuple[Attr, ...]) -> None:
+        tables = [("inputs", t.name) for t in inputs] + [("outputs", t.name) for t in outputs] + [("attrs", a.name) for a in attrs]
+        names = [name for _, name in tables]
+        duplicate = next(((table, name) for table, name in reversed(tables) if names.count(name) > 1), None)
+        if duplicate:
+            raise self.fail(duplicate[0], f"the name {duplicate[1]!r} is used twice; operands, results and attributes need distinct names")
+
     def cross_check(self, spec: Spec) -> None:
         names = [t.name for t in spec.inputs + spec.outputs] + [a.name for a in spec.attrs]
-        duplicate = next((n for n in names if names.count(n) > 1), None)
-        if duplicate:
-            raise self.fail("inputs", f"the name {duplicate!r} is used twice; operands, results and attributes need distinct names")
         input_names = [t.name for t in spec.inputs]
         for i, out in enumerate(spec.outputs):
             if out.like is not None and out.like not in input_names:
