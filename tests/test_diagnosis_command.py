@@ -153,3 +153,5 @@ def test_crash_causes_are_ruled_in_and_out_by_the_steps_that_passed():
     during_registration = crash_fix([], "registration")
     assert during_registration.splitlines()[1].startswith("1. a legacy function registered as typed FFI")
     assert "Tell them apart by the last step" in crash_fix()
+    later_size = crash_fix(["registration", "lowering", "numerics n=1"], "numerics n=10007")  # a smaller size ran
+    assert later_size.splitlines()[1].startswith("1. out-of-bounds reads or writes") and "out-of-bounds" not in later_size.split("Ruled out")[1]

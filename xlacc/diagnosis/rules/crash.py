@@ -65,7 +65,9 @@ def crash_fix(passed: list[str] | None = None, during: str | None = None) -> str
     now = phase_of(during)
     if now in PHASES:  # every phase before the one it died in has passed
         passed_phases = passed_phases | set(PHASES[: PHASES.index(now)])
-    possible = [c for c in CRASH_CAUSES if (not c.phase or c.phase not in passed_phases) and c.settled_by not in checked]
+    # A phase that passed rules out its causes, except the one it died in: a kernel that ran at one
+    # size can still read out of bounds at the next.
+    possible = [c for c in CRASH_CAUSES if (not c.phase or c.phase == now or c.phase not in passed_phases) and c.settled_by not in checked]
     possible.sort(key=lambda c: (c.phase != now, not c.phase))
     ruled_out = [c for c in CRASH_CAUSES if c not in possible]
     lines = ["Likely causes, most likely first:"] + [f"{i}. {c.text};" for i, c in enumerate(possible, 1)]
