@@ -199,6 +199,16 @@ def test_xla_flags_are_shown(world, monkeypatch):
     assert check.ok is True and check.detail == "--xla_gpu_enable_command_buffer="
 
 
+def test_xla_flags_xla_cannot_parse_are_an_error(world, monkeypatch):
+    """Every jax program aborts on them; doctor showed them with a tick."""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_bogus_flag=1")
+    world.versions.update({"jax": "0.10.2", "jaxlib": "0.10.2"})
+    world.outputs["jax"] = (-6, "F1124 03:28:04.536888 17393 parse_flags_from_env.cc:234] Unknown flag in XLA_FLAGS: --xla_bogus_flag=1")
+    result = world.run()
+    assert result["checks"]["XLA_FLAGS"].ok is False
+    assert finding(result, "xla-flags-invalid").title == "XLA_FLAGS holds `--xla_bogus_flag=1`, which this XLA does not know"
+
+
 @pytest.mark.parametrize(
     "torch, jax, drifted",
     [("2.9.0+cu128", "0.10.2", []), ("2.11.0", "0.11.2", []), ("2.12.0", "0.10.2", ["torch 2.12.0"]), ("2.9.0", "0.12.0", ["jax 0.12.0"])],

@@ -19,7 +19,7 @@ ARTIFACTS = Path(__file__).parent / "artifacts" / "doctor"
 ISSUE_CODES = {
     "environment": {
         "nvcc-missing", "no-gpu", "torch-xla-no-cuda", "torch-xla-version-mismatch", "jax-legacy-api-removed", "ffi-api-skew",
-        "jax-preallocation", "torchax-shadowed",
+        "jax-preallocation", "torchax-shadowed", "xla-flags-invalid",
     },
     "build": {"compile-error", "compiler-warning", "library-unreadable"},
     "registration": {

@@ -646,6 +646,18 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         "`File \".../torchax/checkpoint.py\", line 4, in <module> from flax.training import checkpoints ModuleNotFoundError: No module named 'flax'`",
     ),
     CatalogueEntry(
+        "xla-flags-invalid",
+        "environment",
+        "error",
+        "XLA_FLAGS holds a flag this XLA does not know",
+        "XLA reads XLA_FLAGS when its first backend starts and aborts the process on a flag it does not know, "
+        "or one whose value does not parse: every jax program in this environment dies before it runs, "
+        "whatever its code.",
+        "Remove the flag from XLA_FLAGS, or correct its name or value (`--xla_name=value`; "
+        "`python -c \"import jax; jax.devices()\"` shows the same abort).",
+        "`F1124 parse_flags_from_env.cc:234] Unknown flag in XLA_FLAGS: --xla_bogus_flag=1`",
+    ),
+    CatalogueEntry(
         "jax-preallocation",
         "environment",
         "error",

@@ -33,6 +33,7 @@ FFI_VERSION = re.compile(r"#define\s+XLA_FFI_API_(MAJOR|MINOR)\s+(\d+)")
 TORCH_XLA_WITHOUT_CUDA = (2, 8)  # CUDA deprecated in 2.8 (no wheels), removed in 2.9
 NVIDIA_SMI_QUERY = ["--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"]
 JAX_DEVICES_CODE = "import jax; print(' '.join(sorted({d.platform for d in jax.devices()})))"
+XLA_FLAGS_CODE = "import jax; jax.devices('cpu')"  # XLA parses XLA_FLAGS as its first backend starts
 PROBE_TIMEOUT_S = 5.0  # a tool that answers at once; a hung one must not hold doctor past its budget
 JAX_TIMEOUT_S = 120.0
 # The releases torchax was tested with by xlacc (pyproject's torchax extra pins torchax and bounds
@@ -297,6 +298,19 @@ def _tested(name: str, version: str | None) -> bool:
     return any(got[: len(release(tested))] == release(tested) for tested in TORCHAX_TESTED[name])
 
 
+def xla_flags_section() -> Section:
+    """XLA_FLAGS as set, tried where jaxlib is installed: XLA aborts every program on a flag it does not know."""
+    value = os.environ.get("XLA_FLAGS")
+    if not value or package_version("jaxlib") is None:
+        return variable_section("XLA_FLAGS")
+    result = run_command([sys.executable, "-c", XLA_FLAGS_CODE], timeout=JAX_TIMEOUT_S)
+    if result is None or result[0] == 0:
+        return Section("XLA_FLAGS", value)
+    from xlacc.diagnosis.rules import text
+
+    return Section("XLA_FLAGS", value, findings=[f for f in text.diagnose_text(result[1]) if f.code == "xla-flags-invalid"])
+
+
 def variable_section(name: str) -> Section:
     value = os.environ.get(name)
     return Section(name, value if value else "unset", skipped=not value)
@@ -350,5 +364,5 @@ def check_environment() -> list[Section]:
         nvcc_section(),
         host_compiler_section(),
         gpu_section(gpus),
-        variable_section("XLA_FLAGS"),
+        xla_flags_section(),
     ]

@@ -127,6 +127,18 @@ RULES: tuple[TextRule, ...] = (
         ),
     ),
     _rule(
+        "xla-flags",
+        ("XLA_FLAGS",),
+        r"Unknown\s+flags?\s+in\s+XLA_FLAGS:\s*(?P<flag>\S{1,256})",
+        Cause("xla-flags-invalid", 0.95, title="XLA_FLAGS holds `{flag}`, which this XLA does not know"),
+    ),
+    _rule(
+        "xla-flag-value",
+        ("interpret",),
+        r"Couldn't\s+interpret\s+value\s+(?P<value>\S{1,256}?)\s+for\s+flag\s+(?P<flag>\w{1,256})",
+        Cause("xla-flags-invalid", 0.95, title="XLA_FLAGS gives --{flag} the value `{value}`, which does not parse"),
+    ),
+    _rule(
         "deprecated-api",
         ("API_VERSION",),
         r"Custom\s+call\s+API\s+version\s+`?(?P<api>API_VERSION_\w+?)`?\s+is\s+not\s+supported\s+by\s+XLA:(?P<backend>\w+)"
