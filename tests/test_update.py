@@ -305,3 +305,13 @@ def test_a_spec_saved_with_a_byte_order_mark_reads_and_updates(project, upgraded
     assert specmod.load(project).name == "op"
     assert not update.run(update.UpdateRequest(project)).failed
     assert spec_file.read_bytes().startswith(b"\xef\xbb\xbf") and specmod.load(project).name == "op"
+
+
+def test_a_deleted_kernel_is_left_deleted_and_said_to_be_needed(project):
+    (project / "kernel.cc").unlink()
+    report = update.run(update.UpdateRequest(project))
+    check = next(c for c in report.checks if c.name == "kernel.cc")
+    assert check.ok is None and "`cp .xlacc/base/kernel.cc kernel.cc` brings back the text xlacc wrote" in check.detail
+    assert not (project / "kernel.cc").exists()
+    with pytest.raises(UsageError, match=r"kernel.cc: no such file .*`cp .xlacc/base/kernel.cc kernel.cc`"):
+        builder.build_spec(specmod.load(project))

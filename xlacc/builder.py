@@ -301,8 +301,14 @@ def _spec_target(
 
 
 def _regenerate_hint(spec: Spec, source: Path) -> str:
-    generated_file = spec.root.resolve() / spec.entry_file
-    return "; `xlacc update` writes it again" if source == generated_file else ""
+    from xlacc import generated, update
+
+    root = spec.root.resolve()
+    if source == root / spec.entry_file:
+        return "; `xlacc update` writes it again"
+    if source == root / spec.kernel_file and (root / generated.BASE_DIR / spec.kernel_file).is_file():
+        return f"; {update.restore_hint(spec.kernel_file)}"
+    return ""
 
 
 def _default_output(library: Path, *, roots: tuple[Path, ...], sources: tuple[Path, ...]) -> Path:

@@ -69,6 +69,8 @@ def run(request: UpdateRequest) -> Report:
         detail = f"{outcome.status}{': ' + outcome.detail if outcome.detail else ''}"
         if outcome.path == spec.kernel_file and mismatches:  # xlacc's part is done; the user's is below
             report.add(Check(outcome.path, None, f"{detail}; its launch function no longer takes what the entry points pass (below)"))
+        elif outcome.status == "left deleted" and outcome.path in (spec.kernel_file, spec.reference_file):
+            report.add(Check(outcome.path, None, f"{detail}, and the project needs it: {restore_hint(outcome.path)}"))
         else:
             report.add(Check(outcome.path, False if outcome.status == "conflict" else True, detail))
     conflicts = [o for o in outcomes if o.status == "conflict"]
@@ -168,6 +170,11 @@ def merge(directory: Path, path: str, current: str, new: str) -> FileOutcome:
 def lf_lines(text: str) -> list[str]:
     """The lines of ``text``, each ending in LF: a file saved with CRLF merges line by line too."""
     return text.replace("\r\n", "\n").splitlines(True)
+
+
+def restore_hint(path: str) -> str:
+    """How to bring back a file of the user's that xlacc wrote first."""
+    return f"`cp {generated.BASE_DIR}/{path} {path}` brings back the text xlacc wrote"
 
 
 def still_marked(directory: Path, outcome: FileOutcome) -> FileOutcome:
