@@ -479,3 +479,14 @@ def test_bad_aliases_and_scratch_results_name_their_key(tmp_path, edit, key, say
 def test_an_output_with_scratch_false_is_an_ordinary_result(tmp_path):
     spec = specmod.load(write(tmp_path, IN_PLACE.replace("scratch = true", "scratch = false")))
     assert spec.outputs[1].scratch is False and spec.results == spec.outputs
+
+
+def test_a_folder_below_a_project_or_inside_its_record_names_the_project(tmp_path):
+    """Inside .xlacc/base, build and update took xlacc's record for a project and wrote into it."""
+    project = tmp_path / "op"
+    scaffold.create(scaffold.NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=project))
+    with pytest.raises(UsageError, match=rf"inside {project}'s .xlacc/ folder, xlacc's record of that project: run xlacc on {project}"):
+        specmod.load(project / ".xlacc" / "base")
+    (project / "build").mkdir(exist_ok=True)
+    with pytest.raises(UsageError, match=rf"not an xlacc project; the project above is {project}$"):
+        specmod.load(project / "build")

@@ -23,8 +23,8 @@ from xlacc import __version__
 from xlacc import spec as specmod
 from xlacc.errors import UsageError
 
-BASE_DIR = ".xlacc/base"
-BACKUP_DIR = ".xlacc/backup"
+BASE_DIR = f"{specmod.RECORD_DIR}/base"
+BACKUP_DIR = f"{specmod.RECORD_DIR}/backup"
 MAX_PROJECT_FILE_BYTES = 64_000_000  # a project file compared with xlacc's text
 RECORD_HEADER = (
     "# Written by xlacc: what it generated, so that `xlacc update` can tell your edits from its own.\n"

@@ -29,6 +29,7 @@ from xlacc import sharding as sharding_rules
 from xlacc.errors import SpecError, UsageError
 
 SPEC_FILE = "xlacc.toml"
+RECORD_DIR = ".xlacc"  # a project's record of what xlacc wrote (xlacc.generated)
 
 DTYPES = ("f16", "bf16", "f32", "f64", "i32", "i64")
 ATTR_TYPES = ("f32", "f64", "i32", "i64")
@@ -668,11 +669,18 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
 
 
 def find_spec(path: Path) -> Path:
-    """The ``xlacc.toml`` for a project directory or the file itself."""
+    """The ``xlacc.toml`` for a project directory or the file itself. Inside a project's own
+    ``.xlacc/`` record, or below a project, the project is named rather than taken."""
     path = Path(path)
     candidate = path / SPEC_FILE if path.is_dir() else path
+    absolute = candidate.absolute()
+    if RECORD_DIR in absolute.parent.parts:
+        project = Path(*absolute.parts[: absolute.parts.index(RECORD_DIR)])
+        raise UsageError(f"{path} is inside {project}'s {RECORD_DIR}/ folder, xlacc's record of that project: run xlacc on {project}")
     if not candidate.exists() or candidate.is_dir():
-        raise UsageError(f"no {SPEC_FILE} in {path}: not an xlacc project (make one with 'xlacc new NAME')")
+        above = next((folder for folder in absolute.parent.parents if (folder / SPEC_FILE).is_file()), None)
+        where = f"; the project above is {above}" if above is not None else " (make one with 'xlacc new NAME')"
+        raise UsageError(f"no {SPEC_FILE} in {path}: not an xlacc project{where}")
     return candidate
 
 
