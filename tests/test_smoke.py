@@ -441,3 +441,17 @@ def test_a_thread_the_reference_leaves_running_does_not_hold_run_smoke(tmp_path)
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1", "--timeout", "60")
     assert code == EXIT_OK, payload
     assert time.perf_counter() - started < 40
+
+
+def test_a_library_built_before_runs_where_no_compiler_is(tmp_path, monkeypatch):
+    """A runtime image without g++ refused a project whose library was up to date."""
+    project = new_project(tmp_path, "add_ffi")
+    assert run_smoke(project, "--framework", "jax", "--sizes", "1")[0] == EXIT_OK  # builds it
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
+    monkeypatch.delenv("CXX", raising=False)
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1")
+    assert code == EXIT_OK, payload
+    assert checks(payload)["build"]["ok"] is None and "taken as built: no source is newer than it" in checks(payload)["build"]["detail"]
+    (project / "kernel.cc").touch()
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1")
+    assert code == EXIT_USAGE and "no C++ compiler found" in payload["error"]

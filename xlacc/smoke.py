@@ -25,7 +25,7 @@ from xlacc import paths
 from xlacc import spec as spec_mod
 from xlacc.diagnosis import diagnose_output
 from xlacc.diagnosis.findings import make as make_finding
-from xlacc.errors import UsageError
+from xlacc.errors import ToolchainMissing, UsageError
 from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, Check, Finding, Report, rank
 from xlacc.runtime.runner import ChildResult, run_harness
 
@@ -148,7 +148,13 @@ def build_if_stale(spec: spec_mod.Spec, report: Report, timeout: float) -> bool:
     from xlacc import builder
 
     library = paths.shown(spec.library, spec.root)
-    result = builder.build_spec(spec, timeout=timeout)
+    try:
+        result = builder.build_spec(spec, timeout=timeout)
+    except ToolchainMissing as exc:  # a runtime image without a compiler can still run a library built before
+        if not spec.library.is_file() or spec.sources_newer_than_library():
+            raise
+        report.add(Check("build", None, f"{library} is taken as built: no source is newer than it, and it cannot be checked further here ({exc})"))
+        return runs_on_visible_gpus(spec, report)
     if not result.ok:
         report.checks += result.checks
         report.findings += result.findings
