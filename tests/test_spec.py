@@ -387,6 +387,7 @@ def test_projects_without_the_new_tables_keep_their_signature_digest(tmp_path):
         ('[sharding]\nrules = "..., c -> ..."', "sharding.rules", "did you mean 'rule'"),
         ('[backward]\nkind = "magic"', "backward.kind", "'magic' is not allowed"),
         ('[backward]\ngrads = ["eps"]', "backward.grads", "'eps' is not a floating-point input"),
+        ('[backward]\ngrads = ["x", "x"]', "backward.grads", "'x' is listed twice"),
         ('[backward]\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "x[1:]"', "backward.saved[0].shape", "its leading dims"),
         ('[sharding]\nrule = "..., c -> ..."\n[backward]\n[[backward.saved]]\nname = "r"\ndtype = "f32"\nshape = "y"', "backward.saved[0].shape", "'y' is not an input"),
         ('[backward]\n[[backward.saved]]\nname = "out"\ndtype = "f32"\nshape = "x"', "backward.saved[0].name", "already an operand"),

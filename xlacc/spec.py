@@ -828,10 +828,13 @@ class _Reader:
         bad = [v for v in value if v not in allowed]
         if bad:
             raise self.fail(key, f"{bad[0]!r} is not allowed; use any of: {', '.join(allowed)}")
-        twice = next((v for v in value if value.count(v) > 1), None)
+        return self.once_each(value, key)
+
+    def once_each(self, values: list[str] | tuple[str, ...], key: str) -> tuple[str, ...]:
+        twice = next((v for v in values if values.count(v) > 1), None)
         if twice:
             raise self.fail(key, f"{twice!r} is listed twice")
-        return tuple(value)
+        return tuple(values)
 
     def dtypes(self, value: Any, key: str) -> tuple[str, ...]:
         items = [value] if isinstance(value, str) else value
@@ -952,7 +955,7 @@ class _Reader:
     def backward(self, table: dict, inputs: tuple[Tensor, ...]) -> Backward:
         kind = self.choice(table, "backward.kind", BACKWARD_KINDS, default="kernel")
         floating = [t.name for t in inputs if any(d.startswith(("f", "bf")) for d in t.dtypes)]
-        grads = self.strings(table, "backward.grads") if "grads" in table else tuple(floating)
+        grads = self.once_each(self.strings(table, "backward.grads"), "backward.grads") if "grads" in table else tuple(floating)
         bad = next((g for g in grads if g not in floating), None)
         if bad is not None:
             raise self.fail("backward.grads", f"{bad!r} is not a floating-point input; use some of: {', '.join(floating)}")
