@@ -441,6 +441,20 @@ def test_a_shared_cache_folder_that_is_a_file_is_said_not_to_be_used(in_tmp, mon
     assert line.ok is None and line.detail == f"${builder.SHARED_CACHE_ENV}={not_a_folder} is a file, not a folder: not used"
 
 
+def test_a_read_only_shared_cache_gives_libraries_and_takes_none(in_tmp, monkeypatch):
+    """A cache CI filled and mounted read-only was ignored, and every build compiled."""
+    shared = in_tmp / "cache"
+    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(shared))
+    monkeypatch.chdir(write(in_tmp / "a" / "k.cc", CPU_SOURCE).parent)  # a checkout, then another
+    assert builder.run(request(Path("k.cc"), symbols=["xk_add"])).code() == 0
+    writable = os.access
+    monkeypatch.setattr(builder.os, "access", lambda path, mode: writable(path, mode) and not (Path(path) == shared and mode & os.W_OK))
+    monkeypatch.chdir(write(in_tmp / "b" / "k.cc", CPU_SOURCE).parent)
+    report = builder.run(request(Path("k.cc"), symbols=["xk_add"]))
+    assert report.code() == 0 and checks_by_name(report)["compile"].detail.startswith("copied from $XLACC_CACHE_DIR")
+    assert checks_by_name(report)["shared cache"].detail == f"${builder.SHARED_CACHE_ENV}={shared} is read-only: libraries are copied from it, none stored"
+
+
 def shared_entry(folder: Path) -> Path:
     (stored,) = folder.glob("*.so")
     return stored

@@ -451,6 +451,8 @@ def _build(target: Target, options: Options) -> BuildResult:
         if unusable:
             plan.checks.append(Check("shared cache", None, f"${SHARED_CACHE_ENV}={shared.folder} {unusable}: not used"))
             shared = None
+        elif shared is not None and shared.read_only():
+            plan.checks.append(Check("shared cache", None, f"${SHARED_CACHE_ENV}={shared.folder} is read-only: libraries are copied from it, none stored"))
         step = _copy_step(plan, shared) if shared is not None else None
         if step is None:
             step = _compile_step(plan, options)
@@ -783,15 +785,19 @@ class SharedCache:
         return cls(Path(folder).expanduser()) if folder else None
 
     def unusable(self) -> str | None:
-        """Why the folder cannot hold libraries (it is a file, or not writable); None when it can
+        """Why the folder cannot give libraries (it is a file, or not readable); None when it can
         (a folder that does not exist yet is made by the first store)."""
         if not self.folder.exists():
             return None
         if not self.folder.is_dir():
             return "is a file, not a folder"
-        if not os.access(self.folder, os.W_OK | os.X_OK):
-            return "is a folder xlacc cannot write"
+        if not os.access(self.folder, os.R_OK | os.X_OK):
+            return "is a folder xlacc cannot read"
         return None
+
+    def read_only(self) -> bool:
+        """A cache CI filled and mounted read-only: libraries are copied from it, none stored."""
+        return self.folder.is_dir() and not os.access(self.folder, os.W_OK)
 
     def copy(self, key: str, library: Path, entry_points: tuple[str, ...] = ()) -> str | None:
         """Put the stored library at ``library``; its compiler output, or None if none is stored.
