@@ -315,3 +315,13 @@ def test_a_deleted_kernel_is_left_deleted_and_said_to_be_needed(project):
     assert not (project / "kernel.cc").exists()
     with pytest.raises(UsageError, match=r"kernel.cc: no such file .*`cp .xlacc/base/kernel.cc kernel.cc`"):
         builder.build_spec(specmod.load(project))
+
+
+def test_an_edited_file_a_rename_leaves_behind_is_kept_and_said_to_be_unused(project):
+    edit(project / "op" / "reference.py", "import numpy as np\n", "import numpy as np  # mine\n")
+    spec_file = project / "xlacc.toml"
+    edit(spec_file, 'name = "op"', 'name = "renamed"')
+    report = update.run(update.UpdateRequest(project))
+    check = next(c for c in report.checks if c.name == "op/reference.py")
+    assert statuses(report)["op/reference.py"] == "left behind" and check.ok is None and "nothing uses it now" in check.detail
+    assert "# mine" in (project / "op" / "reference.py").read_text() and (project / "renamed" / "reference.py").is_file()

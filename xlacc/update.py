@@ -36,7 +36,7 @@ class UpdateRequest:
 @dataclass
 class FileOutcome:
     path: str
-    status: str  # up to date | added | updated | merged | kept | conflict | removed | left deleted
+    status: str  # up to date | added | updated | merged | kept | left behind | conflict | removed | left deleted
     text: str | None  # the text the file will hold; None: deleted or untouched
     detail: str = ""
     extra: dict[str, str] = field(default_factory=dict)  # other files to write (path -> text)
@@ -69,6 +69,8 @@ def run(request: UpdateRequest) -> Report:
         detail = f"{outcome.status}{': ' + outcome.detail if outcome.detail else ''}"
         if outcome.path == spec.kernel_file and mismatches:  # xlacc's part is done; the user's is below
             report.add(Check(outcome.path, None, f"{detail}; its launch function no longer takes what the entry points pass (below)"))
+        elif outcome.status == "left behind":
+            report.add(Check(outcome.path, None, detail))
         elif outcome.status == "left deleted" and outcome.path in (spec.kernel_file, spec.reference_file):
             report.add(Check(outcome.path, None, f"{detail}, and the project needs it: {restore_hint(outcome.path)}"))
         else:
@@ -110,7 +112,7 @@ def outcome_for(directory: Path, path: str, new: str | None, recorded: str | Non
         return FileOutcome(path, "added", new)
     if new is None:
         if edited or recorded is None:
-            return FileOutcome(path, "kept", None, "no longer generated, but edited by you")
+            return FileOutcome(path, "left behind", None, "no longer generated, but edited by you: nothing uses it now (a renamed op's package is new); carry your edits into the file xlacc uses")
         return FileOutcome(path, "removed", None, "no longer generated")
     if current == new:
         return FileOutcome(path, "up to date", None)
