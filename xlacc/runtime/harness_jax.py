@@ -45,7 +45,7 @@ BENCH_MAX_SAMPLES = 50
 BENCH_SECONDS = 2.0
 BENCH_SAMPLE_SECONDS = 0.002
 BENCH_MAX_REPS = 1000
-HOST_BOUND_SHARE = 0.9  # of a call's time spent queueing it
+HOST_BOUND_SHARE = 0.98  # of a call's time spent queueing it: the GPU waited on the host, not the host on the GPU
 
 
 class JaxHarness(Harness):
