@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from needs import NVCC, needs_ffi_headers, needs_nvcc
+from needs import GXX, NVCC, needs_ffi_headers, needs_gxx, needs_nvcc
 from process_support import alive
 from typer.testing import CliRunner
 
@@ -404,6 +404,17 @@ def test_garbage_at_the_default_library_path_is_replaced_but_not_at_a_chosen_one
     with pytest.raises(UsageError, match="exists and is not a shared library: xlacc does not overwrite it"):
         builder.run(request(source, output=mine))
     assert mine.read_text() == "notes of mine\n"
+
+
+@needs_gxx
+def test_a_position_independent_executable_is_no_library_to_replace(in_tmp):
+    """A PIE is ET_DYN like a library: a build with -o naming the user's program replaced it."""
+    program = in_tmp / "tool"
+    subprocess.run([GXX, "-pie", "-fPIE", "-x", "c++", "-", "-o", str(program)], input="int main() { return 0; }\n", text=True, check=True)
+    kept = program.read_bytes()
+    with pytest.raises(UsageError, match="exists and is not a shared library: xlacc does not overwrite it"):
+        builder.run(request(write(in_tmp / "k.cc", CPU_SOURCE), output=program))
+    assert program.read_bytes() == kept
 
 
 @needs_ffi_headers

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from xlacc.elf_tables import (
+    DF_1_PIE,
+    DT_FLAGS_1,
     ELF_MAGIC,
     PT_DYNAMIC,
     SHN_UNDEF,
@@ -40,8 +42,6 @@ ELF_KINDS = ("not-found", "invalid", "truncated", "wrong-machine")
 EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK"})
 EXPORTED_VISIBILITIES = frozenset({"DEFAULT", "PROTECTED"})
 ELF_TYPES = {1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
-DT_FLAGS_1 = 0x6FFFFFFB
-DF_1_PIE = 0x08000000
 # The dynamic entries whose value names something, by d_tag.
 DYNAMIC_NAME_TAGS = {1: "DT_NEEDED", 14: "DT_SONAME", 15: "DT_RPATH", 29: "DT_RUNPATH"}
 SEARCH_PATH_TAGS = ("DT_RPATH", "DT_RUNPATH")  # colon-separated lists of directories

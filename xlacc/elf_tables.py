@@ -28,6 +28,7 @@ SHT_SYMTAB, SHT_DYNAMIC, SHT_NOBITS, SHT_DYNSYM = 2, 6, 8, 11
 PT_LOAD, PT_DYNAMIC = 1, 2
 SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
 DT_NULL = 0
+DT_FLAGS_1, DF_1_PIE = 0x6FFFFFFB, 0x08000000
 ENTRIES_PER_BLOCK = 1 << 16  # symbols unpacked at a time: a table is never copied whole
 
 
@@ -190,6 +191,12 @@ class ElfTables:
         if not 0 < section.link < len(self.sections):
             raise TableError(f"section {section.name} links to section {section.link}, of {len(self.sections)}")
         return self.sections[section.link]
+
+    def is_executable(self) -> bool:
+        """A position-independent executable: ET_DYN like a shared library, with DF_1_PIE set."""
+        dynamic = self.section_of_type(SHT_DYNAMIC)
+        flags_1 = next((value for tag, value in self.dynamic_entries(dynamic) if tag == DT_FLAGS_1), 0) if dynamic else 0
+        return bool(flags_1 & DF_1_PIE)
 
     def dynamic_entries(self, dynamic: Section) -> Iterator[tuple[int, int]]:
         """(d_tag, d_val) of each entry before DT_NULL."""

@@ -12,6 +12,7 @@ files removes those of a process that is gone (:func:`clear_leftovers`).
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import re
 import shutil
@@ -102,22 +103,35 @@ def resolve_inside(path: Path, roots: Sequence[Path], origin: str) -> Path:
 
 
 def is_shared_library(path: Path) -> bool:
-    """An ELF shared object: the only kind of existing file a build may replace. Read without
-    blocking and only when a regular file: a named pipe there would wait forever."""
+    """An ELF shared object, not a position-independent executable (ET_DYN too): the only kind of
+    existing file a build may replace. Read without blocking and only when a regular file: a
+    named pipe there would wait forever."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return False
     try:
-        header = os.read(fd, 18) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        header = os.read(fd, 18)
+        if len(header) < 18 or not header.startswith(ELF_MAGIC):
+            return False
+        byteorder = "little" if header[5] == 1 else "big"
+        return int.from_bytes(header[16:18], byteorder) == ELF_TYPE_SHARED and not _is_executable(fd)
     except OSError:
         return False
     finally:
         os.close(fd)
-    if len(header) < 18 or not header.startswith(ELF_MAGIC):
+
+
+def _is_executable(fd: int) -> bool:
+    from xlacc.elf_tables import ElfTables, TableError
+
+    try:
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
+            return ElfTables(data).is_executable()
+    except (TableError, ValueError):  # tables cut short: a library a crash left, as a build may
         return False
-    byteorder = "little" if header[5] == 1 else "big"
-    return int.from_bytes(header[16:18], byteorder) == ELF_TYPE_SHARED
 
 
 def library_output(path: Path, *, roots: Sequence[Path], sources: Iterable[Path], origin: str) -> Path:
