@@ -32,20 +32,7 @@ def build(project: str | Path = ".", *, force: bool = False, arch: str | None = 
     """Build a project (when its cache is stale, or always with ``force``) and verify the library."""
     from xlacc import builder
 
-    return builder.run(
-        builder.BuildRequest(
-            paths=[Path(project)],
-            output=None,
-            symbols=[],
-            archs=arch,
-            platform=None,
-            nvcc=None,
-            ffi_include=None,
-            force=force,
-            verbose=False,
-            show_progress=False,
-        )
-    )
+    return builder.run(builder.BuildRequest(paths=[Path(project)], archs=arch, force=force))
 
 
 def load(project: str | Path = ".", *, force: bool = False) -> ModuleType:
@@ -68,15 +55,5 @@ def doctor(*paths: str | Path, so: str | Path | None = None, log: str | Path | N
     """Diagnose sources, folders or projects, a shared object, a log; the environment with no argument."""
     from xlacc.diagnosis import engine
 
-    return engine.run(
-        engine.DoctorRequest(
-            paths=[Path(p) for p in paths],
-            so=Path(so) if so else None,
-            symbols=list(symbols),
-            arch=None,
-            log=str(log) if log else None,
-            list_checks=False,
-            only=[],
-            command=[],
-        )
-    )
+    request = engine.DoctorRequest([Path(p) for p in paths], so=Path(so) if so else None, symbols=list(symbols), log=str(log) if log else None)
+    return engine.run(request)

@@ -97,15 +97,15 @@ FALLBACK_LINES = 15  # output lines shown when no line matched a known diagnosti
 @dataclass
 class BuildRequest:
     paths: list[Path]
-    output: Path | None
-    symbols: list[str]
-    archs: str | None
-    platform: str | None
-    nvcc: Path | None
-    ffi_include: Path | None
-    force: bool
-    verbose: bool
-    show_progress: bool
+    output: Path | None = None
+    symbols: list[str] = field(default_factory=list)
+    archs: str | None = None
+    platform: str | None = None
+    nvcc: Path | None = None
+    ffi_include: Path | None = None
+    force: bool = False
+    verbose: bool = False
+    show_progress: bool = False
     no_ptx: bool = False  # SASS only: a GPU without SASS in the library cannot run it
     include_dirs: list[Path] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)

@@ -36,13 +36,13 @@ LOCATION = re.compile(r"(?<=\bline )\d+|(?<=\blines )\d+(?:-\d+)?|(?<=:)\d+|(?<=
 @dataclass
 class DoctorRequest:
     paths: list[Path]
-    so: Path | None
-    symbols: list[str]
-    arch: str | None
-    log: str | None  # a file path, or "-" for stdin
-    list_checks: bool
-    only: list[str]
-    command: list[str]
+    so: Path | None = None
+    symbols: list[str] = field(default_factory=list)
+    arch: str | None = None
+    log: str | None = None  # a file path, or "-" for stdin
+    list_checks: bool = False
+    only: list[str] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
     timeout: float = DEFAULT_TIMEOUT_S  # for the command
 
 
