@@ -148,7 +148,7 @@ class Target:
     include_dirs: tuple[Path, ...] = ()  # absolute; the compiler also gets xlacc's own headers
     defines: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
-    stale_signature: str = ""  # the spec changed after its code was generated: what to run
+    signature_changes: tuple[str, ...] = ()  # what changed in the spec after its code was generated
     conflicts: tuple[str, ...] = ()  # path:line of each conflict `xlacc update` left unresolved
     project: Spec | None = None  # the spec, for a project's build
 
@@ -294,14 +294,14 @@ def _spec_target(
         include_dirs=(root, *(root / d for d in spec.build.include_dirs)),
         defines=spec.build.defines,
         flags=spec.build.flags,
-        stale_signature=f"{spec_mod.SPEC_FILE} changed since xlacc generated the code ({'; '.join(changes)})" if changes else "",
+        signature_changes=tuple(changes),
         conflicts=tuple(generated.conflict_markers(spec)),
         project=spec,
     )
 
 
 def _regenerate_hint(spec: Spec, source: Path) -> str:
-    from xlacc import generated, update
+    from xlacc import update
 
     root = spec.root.resolve()
     if source == root / spec.entry_file:
@@ -434,7 +434,7 @@ def _files_platform(files: list[Path], requested: str | None) -> str:
 
 def _build(target: Target, options: Options) -> BuildResult:
     started = time.perf_counter()
-    if target.stale_signature:
+    if target.signature_changes:
         return _stale_result(target, started)
     if target.conflicts:
         return _conflicts_result(target, started)
@@ -470,16 +470,15 @@ def _build(target: Target, options: Options) -> BuildResult:
 
 def _stale_result(target: Target, started: float) -> BuildResult:
     """The spec and the generated code disagree: compiling would build the old signature."""
-    from xlacc.diagnosis.findings import make
-
-    finding = make("spec-changed", f"{target.root / spec_mod.SPEC_FILE}: {target.stale_signature}")
-    check = Check("spec", False, f"{target.stale_signature}: run `xlacc update`")
-    return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], [finding])
+    changes = "; ".join(target.signature_changes)
+    check = Check("spec", False, f"{spec_mod.SPEC_FILE} changed since xlacc generated the code ({changes}): run `xlacc update`")
+    findings = generated.drift_findings(target.project, list(target.signature_changes), [])
+    return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], findings)
 
 
 def _conflicts_result(target: Target, started: float) -> BuildResult:
     """`xlacc update` left conflicts unresolved: the code would not compile, or not as either side meant."""
-    findings = [make_finding("update-conflict", f"{target.root / where}: `<<<<<<< yours` left by `xlacc update`") for where in target.conflicts]
+    findings = generated.drift_findings(target.project, [], list(target.conflicts))
     check = Check("conflicts", False, f"unresolved in {', '.join(target.conflicts)}: edit each marked region, then build")
     return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], findings)
 

@@ -149,6 +149,15 @@ def _decoded(path: Path, data: bytes) -> str:
 CONFLICT_MARKER = re.compile(r"^<<<<<<< yours\r?$", re.MULTILINE)  # what `xlacc update` leaves where a merge conflicts
 
 
+def drift_findings(spec: specmod.Spec, changes: list[str], markers: list[str]) -> list:
+    """What build, run-smoke and doctor say of a project whose spec moved on from its code
+    (``spec.signature_changes()``) or whose files hold an update's conflict markers."""
+    from xlacc.diagnosis.findings import make
+
+    found = [make("spec-changed", f"{spec.root / specmod.SPEC_FILE}: changed since xlacc generated the code ({'; '.join(changes)})")] if changes else []
+    return found + [make("update-conflict", f"{spec.root / where}: `<<<<<<< yours` left by `xlacc update`") for where in markers]
+
+
 def conflict_markers(spec: specmod.Spec) -> list[str]:
     """``path:line`` of the first conflict marker `xlacc update` left in each file it tracks."""
     found = []

@@ -16,12 +16,7 @@ REFERENCE_BYTES = 2 * 1024 * 1024
 
 
 def findings(spec) -> list[Finding]:
-    found = [
-        make("spec-changed", f"{spec.root / 'xlacc.toml'}: changed since xlacc generated the code: {change}")
-        for change in spec.signature_changes()
-    ]
-    found += [make("update-conflict", f"{spec.root / where}: `<<<<<<< yours` left by `xlacc update`") for where in generated.conflict_markers(spec)]
-    return found + _example_inputs_ignoring_size(spec)
+    return generated.drift_findings(spec, spec.signature_changes(), generated.conflict_markers(spec)) + _example_inputs_ignoring_size(spec)
 
 
 def _example_inputs_ignoring_size(spec) -> list[Finding]:
