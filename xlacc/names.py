@@ -47,6 +47,8 @@ PROBE_OP = f"{PLACEHOLDER}_op"
 CXX_NOISE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 # An identifier not reached through a member or scope operator (those cannot be shadowed).
 CXX_IDENTIFIER = re.compile(r"(?<![\w.>:])(?<!->)(?<!::)([A-Za-z_]\w*)")
+# A bracket, or an identifier as CXX_IDENTIFIER finds one.
+CXX_SCOPE_TOKEN = re.compile(r"(?P<open>[{(\[])|(?P<close>[})\]])|(?<![\w.>:])(?<!->)(?<!::)(?P<name>[A-Za-z_]\w*)")
 ANGLE_INCLUDE = re.compile(r"#\s*include\s*<([^>]+)>")
 DEFINE = re.compile(r"^#define\s+([A-Za-z_]\w*)", re.MULTILINE)
 # torch.ops.xlacc.NAME finds the op only where torch's namespace object has no attribute of that
@@ -182,9 +184,34 @@ def cxx_identifiers(text: str) -> set[str]:
     not parsed here, so a local anywhere in the file is reserved)."""
     if PLACEHOLDER + "_in" not in text:
         return set()
-    code = CXX_NOISE.sub(" ", text)
-    code = re.sub(r"^\s*#\s*include[^\n]*", " ", code, flags=re.MULTILINE)
-    return set(CXX_IDENTIFIER.findall(code))
+    return set(CXX_IDENTIFIER.findall(cxx_code(text)))
+
+
+def cxx_code(text: str) -> str:
+    """C++ without comments, literals and #include lines, whose words are not identifiers."""
+    return re.sub(r"^\s*#\s*include[^\n]*", " ", CXX_NOISE.sub(" ", text), flags=re.MULTILINE)
+
+
+def cxx_names_used(code: str) -> set[str]:
+    """The unqualified names C++ code uses."""
+    return {token["name"] for token in CXX_SCOPE_TOKEN.finditer(cxx_code(code)) if token["name"]}
+
+
+def cxx_names_declared(code: str) -> set[str]:
+    """The unqualified names C++ code uses outside function bodies and parameter lists: what it
+    declares in its namespaces, and the types it names there."""
+    found: set[str] = set()
+    inside: list[bool] = []  # per open bracket: whether it is a namespace's, whose names count
+    previous = ["", ""]
+    for token in CXX_SCOPE_TOKEN.finditer(cxx_code(code)):
+        if token["open"]:
+            inside.append(token["open"] == "{" and "namespace" in previous)
+        elif token["close"] and inside:
+            inside.pop()
+        elif token["name"] and all(inside):
+            found.add(token["name"])
+        previous = [previous[-1], token.group()]
+    return found
 
 
 # -- module-level names of the generated Python, which the op's name becomes one of ---------------

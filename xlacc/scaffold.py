@@ -247,7 +247,7 @@ def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     if not source.exists():
         raise UsageError(f"--from {source}: no such file")
     platform = specmod.PLATFORM_OF_SUFFIX.get(source.suffix, "cpu")
-    if source.suffix not in (".cu", ".cc", ".cpp", ".cxx") or not re.match(r"^[\w.+-]+$", source.name):
+    if source.suffix not in specmod.PLATFORM_OF_SUFFIX or not re.match(r"^[\w.+-]+$", source.name):
         raise UsageError(f"--from {source}: give a .cu file (or .cc/.cpp for XLA:CPU) whose name has no spaces or quotes")
     if not specmod.PATH_TEXT.match(str(source.resolve().parent)):
         raise UsageError(f"--from {source}: its folder's path holds quotes, backslashes or control characters, which xlacc.toml and C++ #include lines cannot carry: move it")
@@ -450,8 +450,6 @@ def _role(spec: Spec, path: str) -> str:
 
 # -- xlacc new --from: the user's kernel, and the code around it ------------------------------------
 
-# A bracket, or an identifier not reached through a member or scope operator (xlacc.names).
-CXX_SCOPE_TOKEN = re.compile(r"(?P<open>[{(\[])|(?P<close>[})\]])|(?<![\w.>:])(?<!->)(?<!::)(?P<name>[A-Za-z_]\w*)")
 
 
 def _checked_wrapping(request: NewRequest, spec: Spec, meta: dict[str, Any]) -> dict[str, Any]:
@@ -488,37 +486,10 @@ def _check_wrapped_name(request: NewRequest, spec: Spec, meta: dict[str, Any], w
     other_name = f"xlacc_stand_in_for_{function.function}"
     stand_in = {**wrapped, "wrapped": dataclasses.replace(function, function=other_name, callee=other_name)}
     code = _render(spec, meta, stand_in, only={spec.kernel_file, spec.entry_file})
-    if function.function in _names_seen(code[spec.kernel_file]) | _names_declared(code[spec.entry_file]):
+    from xlacc import names
+
+    if function.function in names.cxx_names_used(code[spec.kernel_file]) | names.cxx_names_declared(code[spec.entry_file]):
         raise UsageError(
             f"--from {request.from_file}: `{function.function}` is a name the code xlacc generates for op {spec.name!r} uses too: "
             "give the op another name, or wrap another function of yours with --kernel; nothing was written"
         )
-
-
-def _names_seen(code: str) -> set[str]:
-    """The unqualified names C++ code uses."""
-    return {token["name"] for token in CXX_SCOPE_TOKEN.finditer(_cxx_code(code)) if token["name"]}
-
-
-def _names_declared(code: str) -> set[str]:
-    """The unqualified names C++ code uses outside function bodies and parameter lists: what it
-    declares in its namespaces, and the types it names there."""
-    found: set[str] = set()
-    inside: list[bool] = []  # per open bracket: whether it is a namespace's, whose names count
-    previous = ["", ""]
-    for token in CXX_SCOPE_TOKEN.finditer(_cxx_code(code)):
-        if token["open"]:
-            inside.append(token["open"] == "{" and "namespace" in previous)
-        elif token["close"] and inside:
-            inside.pop()
-        elif token["name"] and all(inside):
-            found.add(token["name"])
-        previous = [previous[-1], token.group()]
-    return found
-
-
-def _cxx_code(text: str) -> str:
-    """C++ without comments, literals and #include lines, whose words are not identifiers."""
-    from xlacc import names
-
-    return re.sub(r"^\s*#\s*include[^\n]*", " ", names.CXX_NOISE.sub(" ", text), flags=re.MULTILINE)
