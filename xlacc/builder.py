@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from xlacc import generated, paths, toolchain
+from xlacc import compiler_output, generated, paths, toolchain
 from xlacc import spec as spec_mod
 from xlacc.diagnosis.findings import make as make_finding
 from xlacc.errors import UsageError
@@ -72,24 +72,6 @@ FFI_MARKERS = (b"xla/ffi", b"xlacc/ffi.h")  # a source that mentions one needs t
 # #include "x.h" or <x.h>: followed into the include folders xlacc knows (for the cache key).
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
 XLACC_INCLUDE = Path(__file__).resolve().parent / "include"  # xlacc/kernel.h, entry.h, ffi.h
-
-# Compiler diagnostics: (pattern, level when the pattern has none). `where` names the location.
-DIAGNOSTICS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # gcc / clang: kernel.cc:3:11: error: ...
-    (re.compile(r"^(?P<where>[^\s:(][^:(]*:\d+(?::\d+)?): (?P<level>fatal error|error|warning): "), ""),
-    # nvcc's front end: kernel.cu(3): error: ... / kernel.cu(3): warning #177-D: ...
-    (re.compile(r"^(?P<where>[^\s(][^(]*\(\d+\)): (?P<level>error|warning)\b"), ""),
-    # CUDA tools: nvcc fatal   : Unsupported gpu architecture 'compute_70' / ptxas error   : ...
-    (re.compile(r"^(?P<where>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+)\s*(?P<level>fatal|error|warning)\s*:"), ""),
-    # the linker: /usr/bin/ld: ... / collect2: error: ld returned 1 exit status
-    (re.compile(r"^(?P<where>(?:\S*/)?(?:ld|collect2)(?:\.\w+)?): (?:(?P<level>error|warning): )?"), "error"),
-    # the linker, per reference: kernel.cc:(.text+0x5): undefined reference to `f'
-    (re.compile(r"^(?P<where>[^\s:]+:\([^)]*\)): (?=undefined reference)"), "error"),
-)
-HIDDEN_WARNING_SOURCES = ("xla/ffi",)  # warnings from these headers show only in --verbose output
-CONTEXT_LINES = 4  # indented lines (source snippet, caret, instantiation) kept after a diagnostic
-MAX_DIAGNOSTICS = 12
-FALLBACK_LINES = 15  # output lines shown when no line matched a known diagnostic format
 
 # -- what to build ------------------------------------------------------------------------------
 
@@ -517,7 +499,7 @@ class StepResult:
 def _compile_step(plan: Plan, options: Options) -> StepResult:
     """Compile, record the new key on success, and turn the compiler's output into checks."""
     outcome = _compile(plan, options)
-    messages = compiler_messages(outcome.output)
+    messages = compiler_output.compiler_messages(outcome.output)
     shown = options.verbose and outcome.output.strip()
     notes = [f"{plan.compiler.kind} output:\n{outcome.output.rstrip()}"] if shown else []
     if not outcome.ok:
@@ -525,7 +507,8 @@ def _compile_step(plan: Plan, options: Options) -> StepResult:
         if not_rejected is not None:
             return StepResult([Check("compile", False, not_rejected)], [], notes)
         failure = _compile_failure_check(plan, outcome, messages)
-        findings = [_compile_error_finding(plan, messages, outcome.output)] + _link_diagnoses(plan, outcome.output)
+        findings = [compiler_output.compile_error_finding(plan.compiler.kind, plan.target.title, messages, outcome.output)]
+        findings += compiler_output.link_diagnoses(plan.compiler.kind, plan.command, outcome.output)
         return StepResult([failure], findings, notes)
     changed = changed_since_read(plan)
     if changed:  # neither text's library: not recorded, not shared, built again next time
@@ -543,11 +526,11 @@ def _copy_step(plan: Plan, shared: SharedCache) -> StepResult | None:
         return None
     plan.cache.record(plan.target.output, plan.key, plan.command, plan.archs)
     detail = f"copied from ${SHARED_CACHE_ENV} ({shared.folder}): built before from the same sources, flags and compiler"
-    return StepResult([Check("compile", True, detail)], _warnings(plan, compiler_messages(output)), [], output)
+    return StepResult([Check("compile", True, detail)], _warnings(plan, compiler_output.compiler_messages(output)), [], output)
 
 
-def _warnings(plan: Plan, messages: CompilerMessages) -> list[Finding]:
-    return [_warnings_finding(plan, messages.warnings)] if messages.warnings else []
+def _warnings(plan: Plan, messages: compiler_output.CompilerMessages) -> list[Finding]:
+    return [compiler_output.warnings_finding(plan.compiler.kind, plan.target.title, messages.warnings)] if messages.warnings else []
 
 
 def _result(plan: Plan, cached: bool, started: float, checks, findings, notes) -> BuildResult:
@@ -969,48 +952,6 @@ def _progress(message: str, enabled: bool) -> Iterator[None]:
 # -- compiler messages --------------------------------------------------------------------------
 
 
-@dataclass
-class CompilerMessages:
-    errors: list[str] = field(default_factory=list)  # each: the diagnostic line and its context
-    warnings: list[str] = field(default_factory=list)
-
-
-def _classify(line: str) -> tuple[str, str] | None:
-    """(level, where) of a diagnostic line; None for any other line."""
-    for pattern, default_level in DIAGNOSTICS:
-        match = pattern.match(line)
-        if match:
-            level = match.groupdict().get("level") or default_level
-            return ("warning" if level == "warning" else "error"), match.group("where")
-    return None
-
-
-def compiler_messages(output: str) -> CompilerMessages:
-    """The compiler's error and warning lines, each with its indented context lines.
-
-    Warnings located in XLA's FFI headers are dropped (``--verbose`` shows the whole output).
-    """
-    blocks: list[tuple[str, list[str]]] = []
-    current: list[str] | None = None
-    for line in output.splitlines():
-        if current is not None and line[:1].isspace() and line.strip() and len(current) <= CONTEXT_LINES:
-            current.append(line)
-            continue
-        current = None
-        found = _classify(line)
-        if found is None:
-            continue
-        level, where = found
-        if level == "warning" and any(s in where for s in HIDDEN_WARNING_SOURCES):
-            continue
-        current = [line]
-        blocks.append((level, current))
-    return CompilerMessages(
-        errors=["\n".join(lines) for level, lines in blocks if level == "error"],
-        warnings=["\n".join(lines) for level, lines in blocks if level == "warning"],
-    )
-
-
 def _not_the_sources(plan: Plan, outcome: CompileOutcome, timeout: float) -> str | None:
     """Why a compile failed, in one line, when the sources are not the cause: the compiler ran past
     the timeout, exited 0 without writing a library, or could not write (permissions, a full disk)."""
@@ -1027,7 +968,7 @@ def _not_the_sources(plan: Plan, outcome: CompileOutcome, timeout: float) -> str
     return None
 
 
-def _compile_failure_check(plan: Plan, outcome: CompileOutcome, messages: CompilerMessages) -> Check:
+def _compile_failure_check(plan: Plan, outcome: CompileOutcome, messages: compiler_output.CompilerMessages) -> Check:
     count = len(messages.errors)
     if messages.errors:
         first = messages.errors[0].splitlines()[0]
@@ -1035,45 +976,6 @@ def _compile_failure_check(plan: Plan, outcome: CompileOutcome, messages: Compil
         first = f"exit status {outcome.returncode}"
     more = f" (and {count - 1} more)" if count > 1 else ""
     return Check("compile", False, f"{plan.compiler.kind} failed: {first}{more}")
-
-
-def _compile_error_finding(plan: Plan, messages: CompilerMessages, output: str) -> Finding:
-    if messages.errors:
-        shown = messages.errors[:MAX_DIAGNOSTICS]
-        hidden = len(messages.errors) - len(shown)
-        evidence = "\n".join(shown) + (f"\n... and {hidden} more" if hidden else "")
-    else:
-        evidence = "\n".join([line for line in output.splitlines() if line.strip()][-FALLBACK_LINES:])
-    return make_finding(
-        "compile-error", evidence or "(the compiler printed nothing)", title=f"{plan.compiler.kind} rejected {plan.target.title}", likelihood=1.0
-    )
-
-
-# nvcc's own warning, and the link error it leads to: an undefined `void kernel<float>(...)`.
-TEMPLATE_STUB_WARNING = re.compile(r"^.*static-global-template-stub=true.*$", re.MULTILINE)
-UNDEFINED_TEMPLATE = re.compile(r"^.*undefined reference to `(?:void )?[\w:]+<[^`\n]{1,200}>\([^`\n]{0,300}\)'.*$", re.MULTILINE)
-
-
-def _link_diagnoses(plan: Plan, output: str) -> list[Finding]:
-    """A failed link that CUDA 13's default -static-global-template-stub=true explains."""
-    from xlacc.diagnosis.findings import make
-
-    if plan.compiler.kind != "nvcc" or "-static-global-template-stub=false" in plan.command:
-        return []
-    warned = [m.group(0).strip() for m in TEMPLATE_STUB_WARNING.finditer(output)]
-    undefined = [m.group(0).strip() for m in UNDEFINED_TEMPLATE.finditer(output)]
-    if not undefined:
-        return []
-    # Without nvcc's warning (suppressed, say) an undefined template may have other causes.
-    return [make("template-stub-link", "\n".join((warned + undefined)[:4]), likelihood=0.95 if warned else 0.6)]
-
-
-def _warnings_finding(plan: Plan, warnings: list[str]) -> Finding:
-    shown = warnings[:MAX_DIAGNOSTICS]
-    hidden = len(warnings) - len(shown)
-    return make_finding(
-        "compiler-warning", "\n".join(shown) + (f"\n... and {hidden} more" if hidden else ""), title=f"{plan.compiler.kind} warned about {plan.target.title}"
-    )
 
 
 # -- verification -------------------------------------------------------------------------------
