@@ -246,3 +246,22 @@ def test_the_readme_tours_new_shows_what_new_prints(tmp_path):
     assert shown, "the README's tour moved: update this test"
     run = xlacc("new", "demo", "--platform", "cpu", cwd=tmp_path, env={"COLUMNS": "200"})
     assert run.returncode == 0 and run.stdout.strip() == shown[1].strip()
+
+
+@pytest.mark.parametrize("args, repeated", [
+    (["run-smoke", ".", "--framework", "jax", "--framework", "torchax"], "--framework"),
+    (["run-smoke", ".", "--sizes=1", "--sizes", "2"], "--sizes"),
+    (["build", ".", "-o", "a.so", "--library", "b.so"], "--library"),  # two names of one option
+])
+def test_a_one_value_option_given_twice_is_refused(args, repeated):
+    """The first value was dropped without a word: `--framework jax --framework torchax` ran torchax only."""
+    from xlacc import cli
+
+    assert cli._repeated_option(args) == repeated
+
+
+def test_options_that_repeat_and_values_that_look_like_options_pass():
+    from xlacc import cli
+
+    assert cli._repeated_option(["new", "op", "--input", "a", "--input", "b", "--attr", "eps:f32=-1", "--attr", "k:i32=-2"]) is None
+    assert cli._repeated_option(["doctor", "--check", "a", "--check", "b", "--json", "--json"]) is None

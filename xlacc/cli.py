@@ -358,6 +358,9 @@ def run(argv: list[str]) -> int:
         os.getcwd()
     except OSError:
         return _failed("the current directory no longer exists: cd to one that does", EXIT_USAGE, argv)
+    repeated = _repeated_option(argv)
+    if repeated:
+        return _failed(f"{repeated} is given twice; it takes one value (a comma-separated list where it takes several)", EXIT_USAGE, argv)
     try:
         # Without standalone mode typer returns a command's exit code instead of exiting.
         code = app(args=argv, standalone_mode=False, prog_name="xlacc", obj={"command": command})
@@ -384,6 +387,33 @@ def run(argv: list[str]) -> int:
     if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C in a command into this code, silently
         error_line("interrupted")
     return code if isinstance(code, int) else EXIT_OK
+
+
+def _repeated_option(argv: list[str]) -> str | None:
+    """An option of one value given twice, whose first value the parser would drop silently
+    (`--framework jax --framework torchax` ran torchax only). Options that repeat, flags, and the
+    values of options (`--define --x`) are left to the parser."""
+    if len([arg for arg in argv if arg.startswith("-")]) < 2 or not argv:
+        return None
+    command = typer.main.get_command(app).commands.get(argv[0])
+    single = {opt: param.opts[-1] for param in getattr(command, "params", []) if param.param_type_name == "option"
+              and not param.multiple and not param.is_flag and not param.count for opt in param.opts}  # a name -> the option
+    seen: set[str] = set()
+    takes_value = False
+    for arg in argv[1:]:
+        name = arg.split("=", 1)[0]
+        if takes_value:  # this is the previous option's value
+            takes_value = False
+            continue
+        if name in single:
+            if single[name] in seen:
+                return single[name]
+            seen.add(single[name])
+            takes_value = "=" not in arg
+        elif arg.startswith("-"):
+            option = next((p for p in getattr(command, "params", []) if name in p.opts), None)
+            takes_value = option is not None and not option.is_flag and not option.count and "=" not in arg
+    return None
 
 
 def _failed(message: str, code: int, argv: list[str]) -> int:
