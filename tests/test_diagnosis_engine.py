@@ -305,3 +305,17 @@ def test_an_hlo_module_too_large_to_read_whole_is_refused_in_one_line(tmp_path, 
     module = _replicated_module(tmp_path / "big.hlo", 30_000)
     with pytest.raises(UsageError, match=r"big.hlo is \d MB; doctor reads an HLO module up to 1 MB whole"):
         engine.run(engine.DoctorRequest([module], None, [], None, None, False, [], []))
+
+
+def test_a_launch_function_the_entry_points_no_longer_match_fails_the_project_line(tmp_path):
+    """build failed to compile it while doctor said the spec matched its generated code."""
+    from xlacc import scaffold, update
+
+    project = tmp_path / "op"
+    scaffold.create(scaffold.NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=project))
+    spec_file = project / "xlacc.toml"
+    spec_file.write_text(spec_file.read_text().replace("[[outputs]]", '[[attrs]]\nname = "alpha"\ntype = "f32"\ndefault = 1.0\n\n[[outputs]]', 1))
+    assert not update.run(update.UpdateRequest(project)).failed
+    code, payload = doctor_json(str(project))
+    line = next(c for c in payload["checks"] if c["name"] == "project op")
+    assert code == 1 and line["ok"] is False and "op_launch<T>() in kernel.cc is called with" in line["detail"]

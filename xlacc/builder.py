@@ -219,11 +219,7 @@ def _why_it_failed(spec: Spec | None) -> list[Check]:
         except UsageError as exc:
             return [Check("wrapped kernel", False, str(exc))]
         return []
-    try:
-        kernel = paths.read_user_file(spec.root / spec.kernel_file, MAX_SOURCE_BYTES).decode("utf-8", "replace")
-    except (OSError, UsageError):
-        return []
-    return [Check("launch function", False, mismatch) for mismatch in spec.launch_mismatches(kernel)]
+    return [Check("launch function", False, mismatch) for mismatch in spec.kernel_launch_mismatches()]
 
 
 def is_stale(

@@ -102,6 +102,7 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 TARGET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,126}$")
 ARCH = re.compile(r"^sm_(\d{2,3})a?$")
 MAX_SPEC_BYTES = 1_000_000
+MAX_KERNEL_BYTES = 64_000_000  # a kernel file read for its launch functions
 MAX_DIM = 2**31 - 1  # a dim the kernels index with int
 FLAG = re.compile(r"^[^\s\x00-\x1f\x7f]+$")  # one compiler argument; the command runs without a shell
 # Flags that change what the compiler writes, or where: xlacc names the output and verifies a library.
@@ -618,6 +619,14 @@ class Spec(_Operands):
             if declared and len(declared[1].split(",")) != len(wanted.split(",")):
                 found.append(f"{call.launch}<T>() in {self.kernel_file} is called with ({wanted}) now: change it to match")
         return found
+
+    def kernel_launch_mismatches(self) -> list[str]:
+        """:meth:`launch_mismatches` of the kernel file as it is now (none where it cannot be read)."""
+        try:
+            kernel = paths.read_user_file(self.root / self.kernel_file, MAX_KERNEL_BYTES).decode("utf-8", "replace")
+        except (OSError, UsageError):
+            return []
+        return self.launch_mismatches(kernel)
 
     def generated_from(self) -> Spec | None:
         """The spec as xlacc last generated code from it, where its copy still matches the record."""

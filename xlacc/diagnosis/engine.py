@@ -282,7 +282,9 @@ def _project_section(spec) -> Section:
     from xlacc.diagnosis.rules import project
 
     findings = project.findings(spec)
-    return Section(f"project {spec.name}", "" if findings else "the spec matches its generated code", findings)
+    mismatches = spec.kernel_launch_mismatches()  # a compile error to come: only the user can fix the kernel
+    detail = "; ".join(mismatches) or ("" if findings else "the spec matches its generated code")
+    return Section(f"project {spec.name}", detail, findings, failed=bool(mismatches))
 
 
 def _document_findings(name: str, content: str) -> list[Finding]:
