@@ -441,6 +441,27 @@ def test_gpu_handler_registered_for_the_default_cpu_platform():
     assert finding.code == "platform-name" and 'platform defaults to "cpu"' in finding.evidence
 
 
+def test_a_status_returning_helper_is_no_legacy_entry_point():
+    """jaxlib's `static absl::Status X_(gpuStream_t, void**, const char*, size_t)`, wrapped in a typed
+    handler, read as the deprecated legacy API and quoted as `void f(...)`."""
+    helper = cxx.parse("sparse.cc", "static absl::Status CsrToDense_(gpuStream_t stream, void** buffers, const char* opaque, size_t opaque_len) { return absl::OkStatus(); }\n")
+    legacy = cxx.parse("legacy.cc", "void CsrToDense(cudaStream_t stream, void** buffers, const char* opaque, size_t opaque_len) {}\n")
+    assert program.signature_of(helper.functions[0], helper) is None
+    assert program.signature_of(legacy.functions[0], legacy).kind == "gpu-original"
+
+
+def test_a_prepare_stage_is_neither_a_cpu_handler_nor_one_that_syncs():
+    """TransformerEngine's cuBLAS handle set-up: `Bind<FFI_Prepare>()` in a file that names no stream."""
+    kernel = SourceFile("init.cpp", "c", """
+#include "xla/ffi/api/ffi.h"
+static xla::ffi::Error CublasHandleInitFFI(xla::ffi::RemainingArgs args) { cudaDeviceSynchronize(); return xla::ffi::Error::Success(); }
+XLA_FFI_DEFINE_HANDLER_SYMBOL(CublasHandleInitHandler, CublasHandleInitFFI, xla::ffi::Ffi::Bind<xla::ffi::ExecutionStage::kPrepare>().RemainingArgs());
+""", "init.cpp")
+    py = SourceFile("r.py", "py", "import ctypes, jax\nlib = ctypes.CDLL('x')\njax.ffi.register_ffi_target('init', jax.ffi.pycapsule(lib.CublasHandleInitHandler), platform='CUDA')\n", "r.py")
+    report = analysis.analyze([kernel, py])
+    assert [f.code for f in all_findings(report) if f.code in ("platform-name", "host-sync-in-handler")] == []
+
+
 @pytest.mark.parametrize("case", ["clean_legacy", "clean_ffi", "clean_hidden_build"])
 def test_clean_cases(case):
     assert all_findings(analyze(*(ARTIFACTS / "cases" / case).iterdir())) == []

@@ -167,6 +167,20 @@ PYBIND11_MODULE(gpu_ops, m) { m.def("registrations", &Registrations); }
     assert capsules == {"gpu_kepler_f32": "gpu_kepler_f32", "FfiOp": "ffi_op"}
 
 
+def test_the_stages_of_one_target_in_a_nested_dict_take_its_name():
+    """TransformerEngine's registrations: the target read as unregistered, and a rename suggested."""
+    text = """
+pybind11::dict Registrations() {
+  pybind11::dict dict;
+  dict["te_attn_forward_ffi"] = pybind11::dict(pybind11::arg("prepare") = EncapsulateFFI(AttnPrepareHandler),
+                                               pybind11::arg("execute") = EncapsulateFFI(AttnForwardHandler));
+  return dict;
+}
+"""
+    capsules = {c.function: c.key for c in cxx.parse("pybind.cpp", text).capsules}
+    assert capsules == {"AttnPrepareHandler": "te_attn_forward_ffi", "AttnForwardHandler": "te_attn_forward_ffi"}
+
+
 def test_strings_and_comments_never_make_facts():
     text = 'const char* s = "XLA_FFI_DEFINE_HANDLER_SYMBOL(a, b, c)";\n// XLA_FFI_DEFINE_HANDLER_SYMBOL(d, e, f)\n/* k<<<1,1>>>(x); */\n'
     source = cxx.parse("k.cc", text)

@@ -30,6 +30,8 @@ GPU_SUFFIXES = (".cu", ".cuh")
 C_RELEVANT = re.compile(r"<<<|XLA_|CustomCall|void\s*\*\s*\*|Stream|apsule|ncapsulate|opaque|__global__|CallFrame")
 GPU_WORDS = re.compile(r"cudaStream_t|hipStream_t|gpuStream_t|CUstream|PlatformStream|<<<|__global__")
 PYTHON_MODULE = re.compile(r"\b(?:PYBIND11_MODULE|NB_MODULE)\s*\(\s*(\w+)")
+# A handler XLA runs once per executable, on the host, before any stream work.
+SETUP_STAGE = re.compile(r"Bind\s*<[^>]*(?:Prepare|Initiali[sz]e|Instantiate)|BindInstantiate")
 
 
 @dataclass(frozen=True)
@@ -184,9 +186,11 @@ def _param_class(param: cxx.Param, source: cxx.CxxSource) -> set[str]:
 
 def signature_of(function: cxx.Function, source: cxx.CxxSource) -> Signature | None:
     classes = [_param_class(p, source) for p in function.params]
+    returns_void = function.return_type.split()[-1:] == ["void"]  # every legacy type does (jaxlib wraps absl::Status helpers)
     matching = [
         s for s in SIGNATURES
         if len(s.params) == len(classes) and all(want in have for want, have in zip(s.params, classes))
+        and (returns_void or s.kind == "typed-ffi")
     ]
     if len(matching) > 1:  # `void* first` fits a GPU stream and a CPU output: the name or the file decides
         first = function.params[0].name.lower()
@@ -201,12 +205,18 @@ def _takes_stream(function: cxx.Function, source: cxx.CxxSource) -> bool:
     )
 
 
+def is_setup_stage(binding: str) -> bool:
+    return SETUP_STAGE.search(binding) is not None
+
+
 def _runs_on_gpu(binding: str, body: cxx.Function | None, source: cxx.CxxSource, functions: dict) -> bool | None:
     """A typed handler runs on the GPU when its binding takes a stream, or what it runs takes one
     (its implementation, or a function its body names, as `binding().To(impl)` does). Without
     either, a file that never names a GPU stream holds host handlers; otherwise it cannot tell."""
     if "PlatformStream" in binding or "Stream" in binding:
         return True
+    if is_setup_stage(binding):
+        return None  # a prepare, initialize or instantiate stage takes no stream on any platform
     if body is None:
         return None
     local = {f.short_name: f for f in source.functions}  # a CPU and a GPU file may share helper names

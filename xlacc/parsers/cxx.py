@@ -1028,6 +1028,8 @@ def _capsules(raw: bytes, skeleton: bytes, line_offset: int, line: int | None) -
             continue
         before = raw[max(0, match.start() - 200) : match.start()].decode("utf-8", "replace")
         key = re.search(r"\[\s*\"([^\"]+)\"\s*\]\s*=\s*(?:[\w:]+::)?$", before)
+        if key is None:  # dict["name"] = py::dict(py::arg("execute") = Encapsulate(fn), ...): the stages of one target
+            key = re.search(r"\[\s*\"([^\"]+)\"\s*\]\s*=\s*(?:[\w:]+::)?dict\s*\((?:[^;\[\]]*)$", before)
         at = line if line is not None else line_offset + raw.count(b"\n", 0, match.start()) + 1
         found.append(Capsule(names[-1], key.group(1) if key else None, at, _one_line(raw[match.start() : close + 1])[:300]))
     return found

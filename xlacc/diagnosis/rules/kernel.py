@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from xlacc.diagnosis.findings import make
-from xlacc.diagnosis.program import TYPED_FFI, EntryPoint, Program, registration_of
+from xlacc.diagnosis.program import TYPED_FFI, EntryPoint, Program, is_setup_stage, registration_of
 from xlacc.parsers import cxx
 from xlacc.report import Finding
 
@@ -494,6 +494,8 @@ def unchecked_launch(function: cxx.Function, source: cxx.CxxSource, program: Pro
 
 
 def host_sync(entry: EntryPoint, program: Program) -> list[Finding]:
+    if is_setup_stage(entry.binding):
+        return []  # once per executable, on the host, before any stream work
     findings = []
     for function in reachable(entry, program):
         for call in function.calls:
