@@ -262,17 +262,22 @@ def test_links_are_never_followed(tmp_path):
     assert "2 symbolic links not followed" in checks[0]["detail"]
 
 
-def test_the_file_cap_applies_while_walking(tmp_path):
+def test_the_file_cap_applies_while_walking_and_keeps_the_files_that_name_xla(tmp_path, monkeypatch):
+    """In a large repository the op's files came last in walk order and were cut away (TransformerEngine)."""
     for index in range(30):
         folder = tmp_path / f"d{index:02d}"
         folder.mkdir()
         for number in range(40):
             (folder / f"m{number}.py").write_text("x = 1\n")
+    op = tmp_path / "d29" / "op.py"
+    op.write_text("import jax\ny = jax.ffi.ffi_call('op', out)(x)\n")
     walked = inputs.walk(tmp_path)
-    assert len(walked.files) == inputs.MAX_FILES and walked.truncated
-    assert walked.files[-1].parent.name < "d29"  # it stopped, rather than read everything and cut
+    assert len(walked.files) == inputs.MAX_FILES and walked.truncated and op in walked.files
     done, _, _ = doctor("--json", str(tmp_path), seconds=10)
-    assert "read the first 400 files" in json.loads(done.stdout)["checks"][0]["detail"]
+    assert "read 400 files, those that name XLA's custom-call API first" in json.loads(done.stdout)["checks"][0]["detail"]
+    monkeypatch.setattr(inputs, "MAX_CANDIDATES", 500)
+    walked = inputs.walk(tmp_path)
+    assert walked.truncated and max(f.parent.name for f in walked.files) < "d29"  # it stopped, rather than read everything and cut
 
 
 # -- sources no parser can take -----------------------------------------------------------------------

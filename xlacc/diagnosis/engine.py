@@ -252,7 +252,10 @@ def _empty_directory_section(directory: Path) -> Section:
 def _walk_section(directory: Path, walk: inputs.Walk) -> Section:
     parts = []
     if walk.truncated:
-        parts.append(f"read the first {len(walk.files)} files (limit {inputs.MAX_FILES} files, {inputs.MAX_ENTRIES} entries)")
+        parts.append(
+            f"read {len(walk.files)} files, those that name XLA's custom-call API first (limit {inputs.MAX_FILES} files, "
+            f"{inputs.MAX_ENTRIES} entries): name the folders that hold the op for the rest"
+        )
     if walk.links_skipped:
         parts.append(f"{walk.links_skipped} symbolic link{'s' if walk.links_skipped > 1 else ''} not followed")
     return Section(f"directory {directory}", "; ".join(parts), skipped=True)

@@ -36,9 +36,14 @@ TEXT_SUFFIXES = frozenset({".md", ".txt", ".log", ".hlo", ".mlir", ".out", ".err
 NOTEBOOK_SUFFIXES = frozenset({".ipynb"})
 SKIPPED_DIRECTORIES = frozenset(
     {".git", ".hg", "build", "dist", "__pycache__", ".venv", "venv", "node_modules", ".pytest_cache", ".mypy_cache", ".tox",
-     "site-packages", "third_party", "external"}
+     "site-packages", "third_party", "thirdparty", "3rdparty", "external"}
 )
 MAX_FILES = 400
+# Over MAX_FILES, the files that name XLA's custom-call API come first: in a large repository the
+# op's few files would otherwise be cut away by walk order (doctor read none of TransformerEngine's).
+MAX_CANDIDATES = 5_000
+PROBE_BYTES = 64 * 1024
+XLA_WORDS = re.compile(rb"XLA_FFI|xla/ffi|CustomCall|custom_call|register_ffi_target|ffi_call|xla_client|_XLAC")
 MAX_ENTRIES = 20_000
 MAX_SOURCE_BYTES = 2_000_000  # a source or note bigger than this is read as its first 2 MB
 # An HLO or MLIR module is read whole or not at all: a module cut short would seem to hold no
@@ -201,7 +206,24 @@ class Walk:
 
 
 def walk(directory: Path, wanted=kind_of, max_files: int = MAX_FILES, max_entries: int = MAX_ENTRIES) -> Walk:
-    """Files under ``directory`` whose kind doctor reads, sorted, without following any link."""
+    """Files under ``directory`` whose kind doctor reads, sorted, without following any link; over
+    ``max_files``, those that name XLA's custom-call API first."""
+    found = _walk(directory, wanted, max(max_files, MAX_CANDIDATES), max_entries)
+    if len(found.files) > max_files:
+        found.files = sorted(found.files, key=lambda path: not _names_xla(path))[:max_files]
+        found.truncated = True
+    return _sorted(found)
+
+
+def _names_xla(path: Path) -> bool:
+    try:
+        with path.open("rb") as stream:
+            return XLA_WORDS.search(stream.read(PROBE_BYTES)) is not None
+    except OSError:
+        return False
+
+
+def _walk(directory: Path, wanted, max_files: int, max_entries: int) -> Walk:
     result = Walk()
     pending = [directory]
     entries = 0
@@ -217,7 +239,7 @@ def walk(directory: Path, wanted=kind_of, max_files: int = MAX_FILES, max_entrie
             entries += 1
             if entries > max_entries or len(result.files) >= max_files:
                 result.truncated = True
-                return _sorted(result)
+                return result
             try:
                 if entry.is_symlink():
                     result.links_skipped += 1
@@ -229,7 +251,7 @@ def walk(directory: Path, wanted=kind_of, max_files: int = MAX_FILES, max_entrie
             except OSError:
                 continue
         pending.extend(reversed(subdirectories))
-    return _sorted(result)
+    return result
 
 
 def _sorted(result: Walk) -> Walk:
