@@ -319,3 +319,13 @@ def test_a_launch_function_the_entry_points_no_longer_match_fails_the_project_li
     code, payload = doctor_json(str(project))
     line = next(c for c in payload["checks"] if c["name"] == "project op")
     assert code == 1 and line["ok"] is False and "op_launch<T>() in kernel.cc is called with" in line["detail"]
+
+
+def test_python_about_custom_calls_that_does_not_parse_fails_its_line(tmp_path):
+    """A missing comma hid two errors behind a ticked line (a real repository's fused_ce_loss.py)."""
+    (tmp_path / "op.py").write_text('import jax\nout = jax.ffi.ffi_call("op", x\n  y)(z)\n')
+    (tmp_path / "other.py").write_text("def f(:\n    pass\n")  # no custom call in it: not doctor's to fail
+    code, payload = doctor_json(str(tmp_path))
+    lines = {c["name"].rsplit("/", 1)[-1]: c for c in payload["checks"]}
+    assert code == 1 and lines["op.py"]["ok"] is False and "cannot be checked until it parses" in lines["op.py"]["detail"]
+    assert lines["other.py"]["ok"] is True

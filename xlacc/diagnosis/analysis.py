@@ -12,6 +12,8 @@ from xlacc.diagnosis.rules import crossfile, kernel, python
 from xlacc.report import Finding
 
 HIDDEN_VISIBILITY_FLAG = re.compile(r"-fvisibility=hidden")
+# Python that registers or calls a custom call: a syntax error there hides what the rules would say.
+XLA_PYTHON = re.compile(r"\bffi_call\b|register_ffi_target|custom_call|xla_client|_XLAC|jax\.extend")
 PLURALS = {"launch": "launches"}
 
 
@@ -23,6 +25,7 @@ class SourceReport:
     summaries: dict[str, str]
     cross: list[Finding]
     program: Program
+    unreadable: set[str]  # Python files about custom calls that do not parse: their facts are missing
 
 
 def _summary(parts: dict[str, int]) -> str:
@@ -45,13 +48,17 @@ def analyze(files: list[SourceFile]) -> SourceReport:
     for source in program.sources:
         count(source.name, "entry point", sum(1 for e in program.entries if e.origin is source))
         count(source.name, "launch", sum(len(f.launches) for f in source.functions))
+    python_texts = {f.group: f.text for f in files if f.kind == "py"}
+    unreadable = set()
     for facts in program.facts:
         by_group[facts.name].extend(python.python_findings(facts))
         count(facts.name, "registration", len(facts.registrations))
         count(facts.name, "custom call", len(facts.calls))
         if facts.syntax_error:
             count(facts.name, f"unparsed Python block ({facts.syntax_error})", 1)
+            if XLA_PYTHON.search(python_texts.get(facts.name, "")):
+                unreadable.add(facts.name)
     for file in files:
         if file.kind in ("py", "sh"):
             by_group[file.group].extend(python.ld_preload_findings(file))
-    return SourceReport(by_group, {g: _summary(c) for g, c in counts.items()}, crossfile.cross_findings(program), program)
+    return SourceReport(by_group, {g: _summary(c) for g, c in counts.items()}, crossfile.cross_findings(program), program, unreadable)

@@ -275,7 +275,10 @@ def _source_sections(gathered: _Inputs) -> list[Section]:
         if group in documents:
             findings += _document_findings(group, documents[group])
         detail = report.summaries.get(group, "") or ("no code blocks" if group in documents else "")
-        sections.append(Section(f"{'file' if group in documents else 'source'} {group}", detail, findings))
+        unreadable = group in report.unreadable if group not in documents else False
+        if unreadable:
+            detail += ": its registrations and calls cannot be checked until it parses"
+        sections.append(Section(f"{'file' if group in documents else 'source'} {group}", detail, findings, failed=unreadable))
     if gathered.sources:
         sections.append(Section("entry points vs registrations and calls", "", report.cross))
     return sections
