@@ -513,6 +513,25 @@ def test_line_numbers_count_from_the_opening_brace_of_a_long_signature():
     assert "at k.cu:7" in finding.evidence
 
 
+def test_a_blocking_fill_or_a_wait_for_a_host_copy_gets_its_own_fix():
+    """"Drop the synchronisation" was wrong for both: a cudaMemset races XLA's stream, and a wait
+    after a copy to the host is what lets the handler read it."""
+    src = (
+        "void f(cudaStream_t s, void** b, const char* o, size_t n) {\n"
+        "  cudaMemset(b[0], 0, n);\n"
+        "  int host = 0;\n"
+        "  cudaMemcpyAsync(&host, b[1], sizeof(int), cudaMemcpyDeviceToHost, s);\n"
+        "  cudaStreamSynchronize(s);\n"
+        "  cudaDeviceSynchronize();\n"
+        "}\n"
+    )
+    findings = [f for f in all_findings(analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")])) if f.code == "host-sync-in-handler"]
+    fixes = {f.evidence.split("`")[1]: f.fix for f in findings}
+    assert "use `cudaMemsetAsync(ptr, value, bytes, stream)` on the handler's stream" in fixes["cudaMemset"]
+    assert fixes["cudaStreamSynchronize"].startswith("The wait lets the handler read what it copied to the host")
+    assert fixes["cudaDeviceSynchronize"].startswith("The wait lets the handler read")  # after the copy too
+
+
 def test_api_2_on_an_xla_cpu_entry_point_is_deprecated():
     kernel = SourceFile("k.cc", "c", (ARTIFACTS / "cases/jax_legacy_as_typed/kernel.cc").read_text(), "k.cc")
     py = SourceFile("o.py", "py", (

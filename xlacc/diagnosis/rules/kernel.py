@@ -22,6 +22,8 @@ HOST_SYNC_CALLS = frozenset(
     "cudaDeviceSynchronize cudaStreamSynchronize cudaEventSynchronize cudaMalloc cudaMallocManaged cudaMallocHost "
     "cudaHostAlloc cudaFree cudaFreeHost cudaMemcpy cudaMemset cuCtxSynchronize cuStreamSynchronize cuMemAlloc cuMemFree".split()
 )
+# The blocking copies and fills: they run on the default stream, not XLA's, whose work they race.
+DEFAULT_STREAM_CALLS = {"cudaMemcpy": "cudaMemcpyAsync(dst, src, bytes, kind, stream)", "cudaMemset": "cudaMemsetAsync(ptr, value, bytes, stream)"}
 LAUNCH_CHECKS = re.compile(r"^(?:\w*GetLastError|\w*PeekAtLastError|\w*LAUNCH_CHECK\w*|\w*CHECK_LAST\w*)$")
 # xlacc's helpers that read a launch's error (xlacc/include/xlacc/kernel.h, a header doctor does not
 # read): calling one after a launch checks it, unless the program defines its own of that name.
@@ -507,11 +509,25 @@ def host_sync(entry: EntryPoint, program: Program) -> list[Finding]:
                 make(
                     "host-sync-in-handler",
                     f"{entry.symbol} ({entry.where}) calls `{call.name}` at {function.at(call.line)}{via}.{capture}",
+                    fix=_host_sync_fix(call, function),
                     severity="error" if entry.cmd_buffer else None,
                     likelihood=0.7,
                 )
             )
     return findings
+
+
+def _host_sync_fix(call: cxx.CallSite, function: cxx.Function) -> str | None:
+    """The fix for this call where the catalogue's (drop it) is wrong: a blocking copy or fill
+    races XLA's stream, and a wait after a copy to the host is what lets the handler read it."""
+    if call.name in DEFAULT_STREAM_CALLS:
+        return (f"`{call.name}` runs on the default stream, not the stream XLA gives the handler, and races its work: "
+                f"use `{DEFAULT_STREAM_CALLS[call.name]}` on the handler's stream.")
+    copied_to_host = any(c.name == "cudaMemcpyAsync" and c.line <= call.line and "DeviceToHost" in c.text for c in function.calls)
+    if copied_to_host and "Synchronize" in call.name:
+        return ("The wait lets the handler read what it copied to the host, so it cannot simply go: compute the value on the "
+                "device, or pass it as an attribute; and do not declare this handler kCmdBufferCompatible.")
+    return None
 
 
 # -- what XLA calls ----------------------------------------------------------------------------------
