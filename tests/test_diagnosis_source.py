@@ -532,6 +532,15 @@ def test_a_blocking_fill_or_a_wait_for_a_host_copy_gets_its_own_fix():
     assert fixes["cudaDeviceSynchronize"].startswith("The wait lets the handler read")  # after the copy too
 
 
+def test_a_wait_in_a_helper_many_handlers_share_is_one_finding():
+    """mpi4jax: 23 near-identical warnings for two lines of one helper."""
+    src = "static void drain(cudaStream_t s) { cudaStreamSynchronize(s); }\n" + "".join(
+        f"void op{i}(cudaStream_t s, void** b, const char* o, size_t n) {{ drain(s); }}\n" for i in range(5)
+    )
+    (finding,) = [f for f in all_findings(analysis.analyze([SourceFile("k.cu", "c", src, "k.cu")])) if f.code == "host-sync-in-handler"]
+    assert "op0 (" in finding.evidence and "and 4 other handlers (op1, op2, op3, ...) call `cudaStreamSynchronize` at k.cu:1" in finding.evidence
+
+
 def test_api_2_on_an_xla_cpu_entry_point_is_deprecated():
     kernel = SourceFile("k.cc", "c", (ARTIFACTS / "cases/jax_legacy_as_typed/kernel.cc").read_text(), "k.cc")
     py = SourceFile("o.py", "py", (

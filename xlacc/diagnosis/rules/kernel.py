@@ -495,26 +495,35 @@ def unchecked_launch(function: cxx.Function, source: cxx.CxxSource, program: Pro
     )
 
 
-def host_sync(entry: EntryPoint, program: Program) -> list[Finding]:
-    if is_setup_stage(entry.binding):
-        return []  # once per executable, on the host, before any stream work
-    findings = []
-    for function in reachable(entry, program):
-        for call in function.calls:
-            if call.name not in HOST_SYNC_CALLS:
-                continue
-            via = "" if function.short_name == entry.symbol else f" (in {function.short_name}, which it runs)"
-            capture = " It is declared kCmdBufferCompatible: XLA captures it into a CUDA graph, where this fails." if entry.cmd_buffer else ""
-            findings.append(
-                make(
-                    "host-sync-in-handler",
-                    f"{entry.symbol} ({entry.where}) calls `{call.name}` at {function.at(call.line)}{via}.{capture}",
-                    fix=_host_sync_fix(call, function),
-                    severity="error" if entry.cmd_buffer else None,
-                    likelihood=0.7,
-                )
+def host_syncs(program: Program) -> dict[str, list[Finding]]:
+    """One finding per blocking call a handler reaches, naming every handler that reaches it (a
+    helper many handlers share gave one finding per handler), in the first handler's source."""
+    sites: dict[tuple[str, str], list[tuple[EntryPoint, cxx.Function, cxx.CallSite]]] = {}
+    for entry in program.entries:
+        if is_setup_stage(entry.binding):
+            continue  # once per executable, on the host, before any stream work
+        for function in reachable(entry, program):
+            for call in function.calls:
+                if call.name in HOST_SYNC_CALLS:
+                    sites.setdefault((function.at(call.line), call.name), []).append((entry, function, call))
+    found: dict[str, list[Finding]] = {}
+    for (site, name), reaching in sites.items():
+        entry, function, call = reaching[0]
+        handlers = list(dict.fromkeys(e.symbol for e, _, _ in reaching))
+        who = f"{entry.symbol} ({entry.where})" + (f" and {len(handlers) - 1} other handler{'s' if len(handlers) > 2 else ''} ({', '.join(handlers[1:4])}{', ...' if len(handlers) > 4 else ''})" if len(handlers) > 1 else "")
+        via = "" if function.short_name == entry.symbol else f" (in {function.short_name}, which it runs)"
+        captured = any(e.cmd_buffer for e, _, _ in reaching)
+        capture = " It is declared kCmdBufferCompatible: XLA captures it into a CUDA graph, where this fails." if captured else ""
+        found.setdefault(entry.source, []).append(
+            make(
+                "host-sync-in-handler",
+                f"{who} {'call' if len(handlers) > 1 else 'calls'} `{name}` at {site}{via}.{capture}",
+                fix=_host_sync_fix(call, function),
+                severity="error" if captured else None,
+                likelihood=0.7,
             )
-    return findings
+        )
+    return found
 
 
 def _host_sync_fix(call: cxx.CallSite, function: cxx.Function) -> str | None:
@@ -745,5 +754,6 @@ def kernel_findings(program: Program, looked_up: set[str], hidden_build: str | N
                       opaque_unchecked(entry, program), symbol_exposure(entry, program, looked_up, hidden_build)):
             if check is not None:
                 findings.append(check)
-        findings.extend(host_sync(entry, program))
+    for source, findings in host_syncs(program).items():
+        by_source[source].extend(findings)
     return by_source
