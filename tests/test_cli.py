@@ -265,3 +265,10 @@ def test_options_that_repeat_and_values_that_look_like_options_pass():
 
     assert cli._repeated_option(["new", "op", "--input", "a", "--input", "b", "--attr", "eps:f32=-1", "--attr", "k:i32=-2"]) is None
     assert cli._repeated_option(["doctor", "--check", "a", "--check", "b", "--json", "--json"]) is None
+
+
+def test_pythoninspect_does_not_turn_an_answer_into_a_prompt(tmp_path):
+    """PYTHONINSPECT=1 printed `SystemExit: 0` and made every exit 1."""
+    run = subprocess.run([sys.executable, "-m", "xlacc", "doctor", str(tmp_path)], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                         timeout=60, env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONINSPECT": "1"})
+    assert run.returncode == 0 and "SystemExit" not in run.stderr, run.stderr

@@ -324,6 +324,10 @@ def main() -> None:
     except BrokenPipeError:  # the reader left (`xlacc ... | head`): stop quietly, as typer does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_PROBLEM
+    if sys.flags.inspect:  # PYTHONINSPECT set: Python would open a prompt after the exit, and read EOF as exit 1
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(code)
     sys.exit(code)
 
 
