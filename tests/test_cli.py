@@ -232,6 +232,12 @@ def test_what_the_system_refuses_is_one_line_and_exit_2(tmp_path):
         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     assert in_gone.returncode == 2 and "the current directory no longer exists" in in_gone.stderr
+    gone.mkdir()
+    help_in_gone = subprocess.run(
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m xlacc build --help'],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert help_in_gone.returncode == 0 and "Usage: xlacc build" in help_in_gone.stdout  # the help needs no directory
 
 
 def test_json_output_holds_the_error_of_a_usage_error(tmp_path):

@@ -361,7 +361,8 @@ def run(argv: list[str]) -> int:
     try:
         os.getcwd()
     except OSError:
-        return _failed("the current directory no longer exists: cd to one that does", EXIT_USAGE, argv)
+        if not {"--help", "-h"} & set(argv) and argv:  # the help needs no directory
+            return _failed("the current directory no longer exists: cd to one that does", EXIT_USAGE, argv)
     repeated = _repeated_option(argv)
     if repeated:
         return _failed(f"{repeated} is given twice; it takes one value (a comma-separated list where it takes several)", EXIT_USAGE, argv)
