@@ -254,7 +254,7 @@ def test_a_generated_file_that_is_not_a_regular_file_is_a_one_line_error_and_not
 def test_tables_after_the_record_are_the_users_and_stay(project):
     """A table appended below [generated] was cut away with the record, with exit 0."""
     spec_file = project / "xlacc.toml"
-    spec_file.write_text(spec_file.read_text() + '\n[[attrs]]\nname = "alpha"\ntype = "f32"\ndefault = 2.0\n')
+    spec_file.write_text(spec_file.read_text() + '\n# alpha: the scale of y (my note)\n[[attrs]]\nname = "alpha"\ntype = "f32"\ndefault = 2.0\n')
 
     report = update.run(update.UpdateRequest(project))
 
@@ -262,6 +262,7 @@ def test_tables_after_the_record_are_the_users_and_stay(project):
     assert [a.name for a in specmod.load(project).attrs] == ["alpha"]
     assert "alpha" in (project / "op" / "jax.py").read_text()
     assert update.run(update.UpdateRequest(project)).failed is False and "alpha" in spec_file.read_text()
+    assert "# alpha: the scale of y (my note)\n[[attrs]]" in spec_file.read_text()  # its comment too
 
 
 def test_the_record_moved_to_the_top_is_replaced_there_and_nothing_else_goes(project):
@@ -276,6 +277,7 @@ def test_the_record_moved_to_the_top_is_replaced_there_and_nothing_else_goes(pro
     after = spec_file.read_text()
     assert after.count("[generated]") == 1 and after.rstrip().endswith('"')  # the record is last again
     assert specmod.load(project).signature_digest == before.signature_digest
+    assert after.startswith("# The `op` custom call.")  # the comments above [op] stay with it
 
 
 @pytest.mark.parametrize("header", ["[generated]  # keep this", "[ generated ]", '["generated"]'])

@@ -30,7 +30,7 @@ RECORD_HEADER = (
     "# Written by xlacc: what it generated, so that `xlacc update` can tell your edits from its own.\n"
     "# Keep this table and the .xlacc/ folder (commit both).\n"
 )
-RECORD_COMMENTS = ("# Written by xlacc: what it generated", "# Keep this table")
+RECORD_HEADER_LINES = frozenset(RECORD_HEADER.splitlines())  # xlacc's own lines above [generated]
 # A table's header line: [a.b] or [[a.b]], spaces and a comment allowed, keys bare or quoted.
 TABLE_HEADER = re.compile(r"^[ \t]*\[\[?(?P<key>[^\]\n]*)\]\]?[ \t]*(?:#.*)?$")
 
@@ -44,16 +44,25 @@ def without_record(spec_text: str) -> str:
     the user's and stays. Checked by parsing both texts; where they differ by more than the record
     (a header-like line inside a multi-line string), a UsageError, and nothing is lost."""
     kept: list[str] = []
+    trailing: list[str] = []  # comments and blank lines after the record's last key: the next table's
     in_record = False
     for line in spec_text.splitlines(keepends=True):
-        header = TABLE_HEADER.match(line.rstrip("\r\n"))
+        bare = line.rstrip("\r\n")
+        header = TABLE_HEADER.match(bare)
         if header:
             in_record = _first_key(header["key"]) == "generated"
-            while in_record and kept and kept[-1].startswith(RECORD_COMMENTS):
+            if not in_record:
+                kept += trailing
+            trailing = []
+            while in_record and kept and kept[-1].rstrip("\r\n") in RECORD_HEADER_LINES:
                 kept.pop()
         if not in_record:
             kept.append(line)
-    text = "".join(kept).rstrip("\r\n") + line_ending(spec_text)
+        elif not header and (not bare.strip() or bare.lstrip().startswith("#")):
+            trailing.append(line)
+        else:
+            trailing = []  # a key of the record: what came before it was inside the record
+    text = "".join(kept + trailing).strip("\r\n") + line_ending(spec_text)
     _check_only_the_record_went(spec_text, text)
     return text
 
