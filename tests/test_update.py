@@ -97,6 +97,18 @@ def test_an_update_after_an_unresolved_conflict_still_reports_it(project, upgrad
     assert [f.code for f in again.findings] == ["update-conflict"] and "still holds an earlier update's conflict markers" in again.findings[0].evidence
 
 
+def test_a_conflict_resolved_in_part_is_still_a_conflict(project, upgraded_templates):
+    """With only the `<<<<<<< yours` line deleted, the file was "your edits kept"."""
+    edit(project / "kernel.cc", "#include <xlacc/kernel.h>\n", "#include <xlacc/kernel.h>  // mine\n")
+    edit(upgraded_templates / "add/kernel.cc.j2", "#include <xlacc/kernel.h>\n", "#include <xlacc/kernel.h>  // theirs\n")
+    assert update.run(update.UpdateRequest(project)).failed
+    edit(project / "kernel.cc", "<<<<<<< yours\n", "")
+
+    again = update.run(update.UpdateRequest(project))
+
+    assert again.failed and statuses(again)["kernel.cc"] == "conflict"
+
+
 def test_build_and_run_smoke_refuse_a_project_with_unresolved_conflicts(project, upgraded_templates):
     edit(project / "op" / "jax.py", "import ctypes\n", "import ctypes  # mine\n")
     edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # theirs\n")

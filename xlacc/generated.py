@@ -155,7 +155,7 @@ def _decoded(path: Path, data: bytes) -> str:
         raise NotText(f"{path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})") from None
 
 
-CONFLICT_MARKER = re.compile(r"^<<<<<<< yours\r?$", re.MULTILINE)  # what `xlacc update` leaves where a merge conflicts
+CONFLICT_MARKER = re.compile(r"^(?:<<<<<<< yours|>>>>>>> xlacc)\r?$", re.MULTILINE)  # what `xlacc update` leaves around a conflict (either end)
 
 
 def drift_findings(spec: specmod.Spec, changes: list[str], markers: list[str]) -> list:
