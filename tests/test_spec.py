@@ -491,3 +491,6 @@ def test_a_folder_below_a_project_or_inside_its_record_names_the_project(tmp_pat
     (project / "build").mkdir(exist_ok=True)
     with pytest.raises(UsageError, match=rf"not an xlacc project; the project above is {project}$"):
         specmod.load(project / "build")
+    elsewhere = tmp_path / ".xlacc" / "op"  # a folder merely named .xlacc holds projects like any other
+    scaffold.create(scaffold.NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=elsewhere))
+    assert specmod.load(elsewhere).name == "op"

@@ -683,14 +683,24 @@ def find_spec(path: Path) -> Path:
     path = Path(path)
     candidate = path / SPEC_FILE if path.is_dir() else path
     absolute = candidate.absolute()
-    if RECORD_DIR in absolute.parent.parts:
-        project = Path(*absolute.parts[: absolute.parts.index(RECORD_DIR)])
+    project = _project_whose_record_holds(absolute.parent)
+    if project is not None:
         raise UsageError(f"{path} is inside {project}'s {RECORD_DIR}/ folder, xlacc's record of that project: run xlacc on {project}")
     if not candidate.exists() or candidate.is_dir():
         above = next((folder for folder in absolute.parent.parents if (folder / SPEC_FILE).is_file()), None)
         where = f"; the project above is {above}" if above is not None else " (make one with 'xlacc new NAME')"
         raise UsageError(f"no {SPEC_FILE} in {path}: not an xlacc project{where}")
     return candidate
+
+
+def _project_whose_record_holds(folder: Path) -> Path | None:
+    """The project whose ``.xlacc/`` record ``folder`` is in (a ``.xlacc`` beside an xlacc.toml);
+    None elsewhere, a folder merely named ``.xlacc`` included."""
+    parts = folder.parts
+    for index, part in enumerate(parts):
+        if part == RECORD_DIR and (Path(*parts[:index]) / SPEC_FILE).is_file():
+            return Path(*parts[:index])
+    return None
 
 
 def read_toml(spec_path: Path) -> dict[str, Any]:
