@@ -329,3 +329,21 @@ def test_python_about_custom_calls_that_does_not_parse_fails_its_line(tmp_path):
     lines = {c["name"].rsplit("/", 1)[-1]: c for c in payload["checks"]}
     assert code == 1 and lines["op.py"]["ok"] is False and "cannot be checked until it parses" in lines["op.py"]["detail"]
     assert lines["other.py"]["ok"] is True
+
+
+def test_a_launch_function_that_still_takes_the_call_is_not_failed(tmp_path):
+    """An old signature in a comment or under #if 0, or an extra parameter with a default, failed a
+    project that builds and runs."""
+    from xlacc import scaffold
+
+    project = tmp_path / "op"
+    scaffold.create(scaffold.NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=project))
+    kernel = project / "kernel.cc"
+    text = kernel.read_text()
+    old = "// was: op_launch(xlacc::Stream stream, const xlacc::Tensor& x)\n#if 0\nvoid op_launch(int a, int b) {}\n#endif\n"
+    defaulted = text.replace("const xlacc::Tensor& out)", "const xlacc::Tensor& out, int unroll = 4)")
+    assert defaulted != text, "the template's launch function changed: update this test"
+    kernel.write_text(old + defaulted)
+    code, payload = doctor_json(str(project))
+    line = next(c for c in payload["checks"] if c["name"] == "project op")
+    assert line["ok"] is True, line

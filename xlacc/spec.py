@@ -103,6 +103,7 @@ TARGET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,126}$")
 ARCH = re.compile(r"^sm_(\d{2,3})a?$")
 MAX_SPEC_BYTES = 1_000_000
 MAX_KERNEL_BYTES = 64_000_000  # a kernel file read for its launch functions
+DISABLED_CODE = re.compile(r"^[ \t]*#[ \t]*if[ \t]+0\b.*?^[ \t]*#[ \t]*endif\b", re.MULTILINE | re.DOTALL)
 MAX_DIM = 2**31 - 1  # a dim the kernels index with int
 FLAG = re.compile(r"^[^\s\x00-\x1f\x7f]+$")  # one compiler argument; the command runs without a shell
 # Flags that change what the compiler writes, or where: xlacc names the output and verifies a library.
@@ -610,13 +611,16 @@ class Spec(_Operands):
         """Each launch function in the user's kernel text that the entry points call with other
         parameters than it takes (counted, as a kernel may leave some unnamed): only the user can
         change it to match. None for a wrapped kernel, whose launch code xlacc writes."""
+        from xlacc.names import cxx_code
+
         if self.origin is not None:
             return []
+        code = DISABLED_CODE.sub(" ", cxx_code(kernel))  # a signature in a comment or under #if 0 is none
         found = []
         for call in self.calls:
-            declared = re.search(rf"\b{call.launch}\s*\(([^()]*)\)", kernel)
             wanted = call.launch_parameters
-            if declared and len(declared[1].split(",")) != len(wanted.split(",")):
+            declared = [m[1] for m in re.finditer(rf"\b{call.launch}\s*\(([^()]*)\)", code)]
+            if declared and not any(_takes(parameters, len(wanted.split(","))) for parameters in declared):
                 found.append(f"{call.launch}<T>() in {self.kernel_file} is called with ({wanted}) now: change it to match")
         return found
 
@@ -691,6 +695,12 @@ def find_spec(path: Path) -> Path:
         where = f"; the project above is {above}" if above is not None else " (make one with 'xlacc new NAME')"
         raise UsageError(f"no {SPEC_FILE} in {path}: not an xlacc project{where}")
     return candidate
+
+
+def _takes(parameters: str, count: int) -> bool:
+    """Whether a parameter list takes ``count`` arguments: as many, or more whose extras have defaults."""
+    listed = [p for p in parameters.split(",") if p.strip()]
+    return len(listed) == count or (len(listed) > count and all("=" in p for p in listed[count:]))
 
 
 def _project_whose_record_holds(folder: Path) -> Path | None:
