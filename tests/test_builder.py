@@ -342,6 +342,15 @@ def test_a_source_saved_while_it_compiles_is_neither_recorded_nor_shared(in_tmp,
     assert checks_by_name(again)["compile"].ok is True and checks_by_name(again)["compile"].detail.startswith("compiled in")
 
 
+def test_a_source_saved_and_put_back_while_it_compiles_is_not_recorded(in_tmp, monkeypatch):
+    """The same bytes after the compile, but the compiler may have read the other text."""
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    saved_back = f"cp {source} {source}.orig; echo '// edited' >> {source}; cp {source}.orig {source}"
+    monkeypatch.setenv("CXX", str(fake_cxx(in_tmp / "tools", f'{saved_back}\n{shutil.which("g++")} "$@"')))
+    report = builder.run(request(source))
+    assert report.code() == 0 and checks_by_name(report)["compile"].ok is None
+
+
 def test_a_flood_of_compiler_output_is_kept_bounded_with_its_first_and_last_errors(in_tmp, monkeypatch):
     flood = "i=0; while [ $i -lt 200000 ]; do echo 'note: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'; i=$((i+1)); done"
     body = f"echo 'k.cc:1:1: error: the first'\n{flood}\necho 'k.cc:9:1: error: the last'\nexit 1"

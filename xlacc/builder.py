@@ -159,7 +159,7 @@ class Plan:
     cache: BuildCache
     checks: list[Check]
     inputs: tuple[Path, ...]  # the sources and the headers of theirs the key covers
-    input_digests: dict[Path, str]  # their text as the key covers it
+    input_digests: dict[Path, str]  # their text as the key covers it, and when each was written
 
 
 # -- entry points -------------------------------------------------------------------------------
@@ -568,7 +568,9 @@ def _prepare(target: Target, options: Options) -> Plan:
 
 
 def digests(inputs: dict[Path, bytes]) -> dict[Path, str]:
-    return {path: hashlib.sha256(data).hexdigest() for path, data in inputs.items()}
+    """Each input's text and the time it was last written: a save undone while the compiler ran
+    leaves the text as it was, not the time."""
+    return {path: f"{hashlib.sha256(data).hexdigest()} {(_file_stamp(path) or [0])[0]}" for path, data in inputs.items()}
 
 
 def changed_since_read(plan: Plan) -> list[str]:
