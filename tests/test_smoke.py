@@ -6,6 +6,7 @@ Every run goes through the command line in a subprocess (`python -m xlacc run-sm
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import time
@@ -452,6 +453,8 @@ def test_a_library_built_before_runs_where_no_compiler_is(tmp_path, monkeypatch)
     code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1")
     assert code == EXIT_OK, payload
     assert checks(payload)["build"]["ok"] is None and "taken as built: no source is newer than it" in checks(payload)["build"]["detail"]
-    (project / "kernel.cc").touch()
-    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1")
-    assert code == EXIT_USAGE and "no C++ compiler found" in payload["error"]
+    for edited in ("kernel.cc", "xlacc.toml", "helpers.h"):  # a source, the spec's defines, a header
+        (project / edited).touch()
+        code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1")
+        assert code == EXIT_USAGE and "no C++ compiler found" in payload["error"], edited
+        os.utime(project / edited, (0, 0))

@@ -56,6 +56,7 @@ KILLED_FROM_OUTSIDE_FIX = (
 REGISTRATION_MEASURED = frozenset({"platform-name", "api-version-mismatch", "api-version-invalid", "target-not-registered"})
 REGISTRATION_GUESSES = REGISTRATION_MEASURED | {"ffi-api-skew", "ld-preload"}
 MAX_SIZE = 2**31 - 1  # element counts a kernel indexes with int
+HEADER_PATTERNS = ("*.h", "*.hpp", "*.cuh", "*.inc")
 MAX_DEVICES = 64  # 64 host devices shard in 3 s; 100,000 took minutes and gigabytes
 # What each framework's harness imports, and the install that brings it (torch-xla's numerics run
 # the program torch_xla emits through jaxlib, so it needs jax too).
@@ -151,7 +152,7 @@ def build_if_stale(spec: spec_mod.Spec, report: Report, timeout: float) -> bool:
     try:
         result = builder.build_spec(spec, timeout=timeout)
     except ToolchainMissing as exc:  # a runtime image without a compiler can still run a library built before
-        if not spec.library.is_file() or spec.sources_newer_than_library():
+        if not spec.library.is_file() or spec.sources_newer_than_library() or _headers_or_spec_newer(spec):
             raise
         report.add(Check("build", None, f"{library} is taken as built: no source is newer than it, and it cannot be checked further here ({exc})"))
         return runs_on_visible_gpus(spec, report)
@@ -163,6 +164,15 @@ def build_if_stale(spec: spec_mod.Spec, report: Report, timeout: float) -> bool:
         return False
     report.add(Check("build", True, f"{library} is up to date" if result.cached else f"built {library} in {result.seconds:.1f} s"))
     return runs_on_visible_gpus(spec, report)
+
+
+def _headers_or_spec_newer(spec: spec_mod.Spec) -> bool:
+    """xlacc.toml (its defines and flags) or a header in the project edited after the library was built."""
+    built = spec.library.stat().st_mtime
+    candidates = [spec.root / spec_mod.SPEC_FILE]
+    for folder in (spec.root, spec.root / spec.package, *(spec.root / d for d in spec.build.include_dirs)):
+        candidates += [p for pattern in HEADER_PATTERNS for p in folder.glob(pattern)]
+    return any(p.is_file() and p.stat().st_mtime > built for p in candidates)
 
 
 def runs_on_visible_gpus(spec: spec_mod.Spec, report: Report) -> bool:
