@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -424,6 +425,24 @@ def test_a_position_independent_executable_is_no_library_to_replace(in_tmp):
     with pytest.raises(UsageError, match="exists and is not a shared library: xlacc does not overwrite it"):
         builder.run(request(write(in_tmp / "k.cc", CPU_SOURCE), output=program))
     assert program.read_bytes() == kept
+    older = in_tmp / "older-tool"  # as older linkers write one: no DF_1_PIE, only an interpreter
+    older.write_bytes(_without_pie_flag(kept))
+    with pytest.raises(UsageError, match="exists and is not a shared library"):
+        builder.run(request(in_tmp / "k.cc", output=older))
+
+
+def _without_pie_flag(data: bytes) -> bytes:
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    patched = bytearray(data)
+    dynamic = ELFFile(io.BytesIO(data)).get_section_by_name(".dynamic")
+    for offset in range(dynamic["sh_offset"], dynamic["sh_offset"] + dynamic["sh_size"], 16):
+        tag, value = struct.unpack_from("<qQ", patched, offset)
+        if tag == 0x6FFFFFFB:  # DT_FLAGS_1
+            struct.pack_into("<qQ", patched, offset, tag, value & ~0x08000000)  # without DF_1_PIE
+    return bytes(patched)
 
 
 @needs_ffi_headers

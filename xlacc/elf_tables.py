@@ -25,7 +25,7 @@ ELFCLASS32, ELFCLASS64 = 1, 2
 ELFDATA2LSB, ELFDATA2MSB = 1, 2
 IDENT_SIZE = 16
 SHT_SYMTAB, SHT_DYNAMIC, SHT_NOBITS, SHT_DYNSYM = 2, 6, 8, 11
-PT_LOAD, PT_DYNAMIC = 1, 2
+PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
 SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
 DT_NULL = 0
 DT_FLAGS_1, DF_1_PIE = 0x6FFFFFFB, 0x08000000
@@ -193,7 +193,10 @@ class ElfTables:
         return self.sections[section.link]
 
     def is_executable(self) -> bool:
-        """A position-independent executable: ET_DYN like a shared library, with DF_1_PIE set."""
+        """A position-independent executable: ET_DYN like a shared library, with DF_1_PIE set, or
+        (from older linkers, which do not set it) a program interpreter to start it."""
+        if any(segment.type == PT_INTERP for segment in self.segments):
+            return True
         dynamic = self.section_of_type(SHT_DYNAMIC)
         flags_1 = next((value for tag, value in self.dynamic_entries(dynamic) if tag == DT_FLAGS_1), 0) if dynamic else 0
         return bool(flags_1 & DF_1_PIE)
