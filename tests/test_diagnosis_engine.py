@@ -290,9 +290,11 @@ def _replicated_module(path: Path, padding_lines: int) -> Path:
     return path
 
 
-def test_an_hlo_module_past_the_source_limit_is_read_whole(tmp_path):
-    """A 2.6 MB module was cut at 2 MB: doctor said it held no custom call, and exited 0."""
-    module = _replicated_module(tmp_path / "big.hlo", 60_000)
+@pytest.mark.parametrize("name", ["big.hlo", "module_0001.jit_f.sm_9.0_gpu_after_optimizations.txt"])
+def test_an_hlo_module_past_the_source_limit_is_read_whole(tmp_path, name):
+    """A 2.6 MB module was cut at 2 MB: doctor said it held no custom call, and exited 0 (and so for
+    the .txt file --xla_dump_to writes)."""
+    module = _replicated_module(tmp_path / name, 60_000)
     assert module.stat().st_size > 2_000_000
     code, payload = doctor_json(str(module))
     assert code == 1 and [f["code"] for f in payload["findings"]] == ["custom-call-replicated"]

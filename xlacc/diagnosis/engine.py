@@ -197,7 +197,7 @@ def _add_file(path: Path, kind: str, gathered: _Inputs) -> None:
 
         gathered.documents.append((name, inputs.read_log_file(path, text.interesting()).text))
     elif kind == "text":
-        content = inputs.read_module(path) if path.suffix.lower() in inputs.MODULE_SUFFIXES else inputs.read_text(path)
+        content = inputs.read_module(path) if inputs.is_module(path) else inputs.read_text(path)
         gathered.documents.append((name, content))
         gathered.sources.extend(b for b in inputs.code_blocks(name, content) if b.kind in SCANNED_KINDS)
     else:

@@ -50,6 +50,7 @@ MAX_SOURCE_BYTES = 2_000_000  # a source or note bigger than this is read as its
 # custom call.
 MAX_MODULE_BYTES = 16_000_000  # 16 MB: 3.3 s and 330 MB of doctor
 MODULE_SUFFIXES = frozenset({".hlo", ".mlir"})
+MODULE_START = re.compile(rb"^\s*HloModule\s")  # how an --xla_dump_to file (module_*.txt) begins
 MAX_LINE = 4096  # longer lines are cut before any rule sees them
 LOG_HEAD_LINES = 200
 LOG_TAIL_LINES = 400
@@ -165,6 +166,17 @@ def require_regular_file(path: Path, flag: str = "") -> None:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     if kind is not None:
         raise UsageError(f"{flag + ' ' if flag else ''}{path}: {kind}, not a regular file")
+
+
+def is_module(path: Path) -> bool:
+    """An HLO or MLIR module: by its suffix, or an XLA dump's ``.txt`` by how it begins."""
+    if path.suffix.lower() in MODULE_SUFFIXES:
+        return True
+    try:
+        with path.open("rb") as stream:
+            return MODULE_START.match(stream.read(256)) is not None
+    except OSError:
+        return False
 
 
 def read_module(path: Path) -> str:
