@@ -163,6 +163,7 @@ def build_if_stale(spec: spec_mod.Spec, report: Report, timeout: float) -> bool:
         report.add(Check("build", False, f"{library} was not built; nothing ran"))
         return False
     report.add(Check("build", True, f"{library} is up to date" if result.cached else f"built {library} in {result.seconds:.1f} s"))
+    report.checks += [c for c in result.checks if c.ok is None and c.name == "compile"]  # built, with a caveat (a source saved meanwhile)
     return runs_on_visible_gpus(spec, report)
 
 
