@@ -112,6 +112,7 @@ shape = "x"
         (("frameworks = [\"jax\", \"torch-xla\"]", "frameworks = [\"tensorflow\"]"), "op.frameworks", "jax, torchax, torch-xla"),
         (("dtype = [\"f32\", \"bf16\"]\nshape = [\"rows\"", "dtype = \"float32\"\nshape = [\"rows\""), "inputs[0].dtype", "f16, bf16, f32"),
         (("type = \"f32\"", "type = \"string\""), "attrs[0].type", "f32, f64, i32, i64"),
+        (("dtype = [\"f32\", \"bf16\"]\nshape = [\"rows\"", "dtype = [\"f32\", \"f32\"]\nshape = [\"rows\""), "inputs[0].dtype", "'f32' is listed twice"),
         (("shape = \"x\"", "shape = \"z\""), "outputs[0].shape", "x, weight"),
         (("archs = [\"sm_80\", \"sm_90a\"]", "archs = [\"ampere\"]"), "build.archs", "sm_XY"),
         (("name = \"rms\"", "name = \"rms-norm\""), "op.name", "C identifier"),

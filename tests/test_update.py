@@ -329,6 +329,12 @@ def test_a_deleted_kernel_is_left_deleted_and_said_to_be_needed(project):
     assert not (project / "kernel.cc").exists()
     with pytest.raises(UsageError, match=r"kernel.cc: no such file .*`cp .xlacc/base/kernel.cc kernel.cc`"):
         builder.build_spec(specmod.load(project))
+    (project / "op" / "reference.py").unlink()
+    with pytest.raises(UsageError, match=r"op/reference.py: no such file \(run-smoke checks the op against it\); `cp .xlacc/base/op/reference.py"):
+        smoke.run(smoke.SmokeRequest(project, None, None, 0, None, None, 60.0, False))
+    shutil.rmtree(project / ".xlacc")
+    with pytest.raises(UsageError, match=r"`xlacc new` of the same op in another folder writes the template's"):
+        smoke.run(smoke.SmokeRequest(project, None, None, 0, None, None, 60.0, False))
 
 
 def test_an_edited_file_a_rename_leaves_behind_is_kept_and_said_to_be_unused(project):

@@ -284,8 +284,8 @@ def _regenerate_hint(spec: Spec, source: Path) -> str:
     root = spec.root.resolve()
     if source == root / spec.entry_file:
         return "; `xlacc update` writes it again"
-    if source == root / spec.kernel_file and (root / generated.BASE_DIR / spec.kernel_file).is_file():
-        return f"; {update.restore_hint(spec.kernel_file)}"
+    if source == root / spec.kernel_file:
+        return f"; {update.restore_hint(root, spec.kernel_file)}"
     return ""
 
 

@@ -83,6 +83,7 @@ class SmokeRequest:
 def run(request: SmokeRequest) -> Report:
     validate(request)
     spec = spec_mod.load(request.project)
+    check_reference(spec)
     frameworks = select_frameworks(spec, request.framework)
     report = Report(title=f"run-smoke {spec.name} ({', '.join(frameworks)}, {spec.platform})")
     report.data.update(seed=request.seed, sizes=request.sizes, bench={})
@@ -93,6 +94,14 @@ def run(request: SmokeRequest) -> Report:
     report.notes.append(f"inputs from seed {request.seed} (repeat with --seed {request.seed})")
     report.data["diagnosis"] = [f.to_json() for f in rank(report.findings)]
     return report
+
+
+def check_reference(spec: spec_mod.Spec) -> None:
+    """run-smoke measures the op against the reference: without its file, nothing can be compared."""
+    from xlacc import update
+
+    if not (spec.root / spec.reference_file).is_file():
+        raise UsageError(f"{spec.reference_file}: no such file (run-smoke checks the op against it); {update.restore_hint(spec.root, spec.reference_file)}")
 
 
 def select_frameworks(spec: spec_mod.Spec, requested: str | None) -> list[str]:

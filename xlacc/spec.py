@@ -869,7 +869,7 @@ class _Reader:
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not items or any(v not in DTYPES for v in items):
             raise self.fail(key, f"{value!r} is not allowed; use one of {', '.join(DTYPES)} (or a list of them)")
-        return tuple(dict.fromkeys(items))
+        return self.once_each(items, key)
 
     def tensor(self, raw: Any, key: str, is_output: bool) -> Tensor:
         if not isinstance(raw, dict):

@@ -72,7 +72,7 @@ def run(request: UpdateRequest) -> Report:
         elif outcome.status == "left behind":
             report.add(Check(outcome.path, None, detail))
         elif outcome.status == "left deleted" and outcome.path in (spec.kernel_file, spec.reference_file):
-            report.add(Check(outcome.path, None, f"{detail}, and the project needs it: {restore_hint(outcome.path)}"))
+            report.add(Check(outcome.path, None, f"{detail}, and the project needs it: {restore_hint(directory, outcome.path)}"))
         else:
             report.add(Check(outcome.path, False if outcome.status == "conflict" else True, detail))
     conflicts = [o for o in outcomes if o.status == "conflict"]
@@ -174,9 +174,11 @@ def lf_lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").splitlines(True)
 
 
-def restore_hint(path: str) -> str:
+def restore_hint(directory: Path, path: str) -> str:
     """How to bring back a file of the user's that xlacc wrote first."""
-    return f"`cp {generated.BASE_DIR}/{path} {path}` brings back the text xlacc wrote"
+    if (directory / generated.BASE_DIR / path).is_file():
+        return f"`cp {generated.BASE_DIR}/{path} {path}` brings back the text xlacc wrote"
+    return "`xlacc new` of the same op in another folder writes the template's, to copy from"
 
 
 def still_marked(directory: Path, outcome: FileOutcome) -> FileOutcome:
