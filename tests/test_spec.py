@@ -66,6 +66,8 @@ def test_a_generated_project_compiles_its_entry_points_which_include_the_kernel(
     assert spec.kernel_file == "my_kernel.cu"
     assert spec.entry_file == "rms/_entry_points.cu"
     assert spec.source_paths == [tmp_path / "rms/_entry_points.cu", tmp_path / "more.cu"]
+    with pytest.raises(SpecError, match=r"\[build.sources\] 'more.cu' is listed twice"):  # it was a link error
+        specmod.load(write(tmp_path, VALID + 'sources = ["more.cu", "more.cu"]\n'))
 
 
 @pytest.mark.parametrize(
@@ -492,6 +494,8 @@ def test_a_folder_below_a_project_or_inside_its_record_names_the_project(tmp_pat
     (project / "build").mkdir(exist_ok=True)
     with pytest.raises(UsageError, match=rf"not an xlacc project; the project above is {project}$"):
         specmod.load(project / "build")
+    with pytest.raises(UsageError, match=rf"inside {project}'s .xlacc/ folder"):  # nor is a project written there
+        scaffold.create(scaffold.NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=project / ".xlacc" / "base" / "x"))
     elsewhere = tmp_path / ".xlacc" / "op"  # a folder merely named .xlacc holds projects like any other
     scaffold.create(scaffold.NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=elsewhere))
     assert specmod.load(elsewhere).name == "op"

@@ -423,6 +423,7 @@ def _self_check(spec: Spec, files: dict[str, str]) -> None:
 
 def create(request: NewRequest) -> Report:
     spec, meta = spec_for(request)
+    specmod.refuse_inside_a_record(spec.root, request.directory or spec.name)
     files = _render(spec, meta, _checked_wrapping(request, spec, meta))
     files[specmod.SPEC_FILE] = generated.with_record(files[specmod.SPEC_FILE], spec, files)
     directory = spec.root

@@ -687,9 +687,7 @@ def find_spec(path: Path) -> Path:
     path = Path(path)
     candidate = path / SPEC_FILE if path.is_dir() else path
     absolute = candidate.absolute()
-    project = _project_whose_record_holds(absolute.parent)
-    if project is not None:
-        raise UsageError(f"{path} is inside {project}'s {RECORD_DIR}/ folder, xlacc's record of that project: run xlacc on {project}")
+    refuse_inside_a_record(absolute.parent, path)
     if not candidate.exists() or candidate.is_dir():
         above = next((folder for folder in absolute.parent.parents if (folder / SPEC_FILE).is_file()), None)
         where = f"; the project above is {above}" if above is not None else " (make one with 'xlacc new NAME')"
@@ -701,6 +699,13 @@ def _takes(parameters: str, count: int) -> bool:
     """Whether a parameter list takes ``count`` arguments: as many, or more whose extras have defaults."""
     listed = [p for p in parameters.split(",") if p.strip()]
     return len(listed) == count or (len(listed) > count and all("=" in p for p in listed[count:]))
+
+
+def refuse_inside_a_record(folder: Path, shown: Path | str) -> None:
+    """A project's ``.xlacc/`` record is xlacc's: no command runs there, nor writes a project in it."""
+    project = _project_whose_record_holds(Path(folder).absolute())
+    if project is not None:
+        raise UsageError(f"{shown} is inside {project}'s {RECORD_DIR}/ folder, xlacc's record of that project: run xlacc on {project}")
 
 
 def _project_whose_record_holds(folder: Path) -> Path | None:
@@ -950,7 +955,7 @@ class _Reader:
         kernel = self.string(table, "build.kernel", default="")
         return Build(
             kernel=self.project_path(kernel, "build.kernel") if kernel else "",
-            sources=self.paths(table, "build.sources"),
+            sources=self.once_each(self.paths(table, "build.sources"), "build.sources"),
             include_dirs=self.paths(table, "build.include_dirs"),
             defines=defines,
             flags=flags,
