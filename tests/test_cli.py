@@ -258,6 +258,9 @@ def test_the_readme_tours_new_shows_what_new_prints(tmp_path):
     (["run-smoke", ".", "--framework", "jax", "--framework", "torchax"], "--framework"),
     (["run-smoke", ".", "--sizes=1", "--sizes", "2"], "--sizes"),
     (["build", ".", "-o", "a.so", "--library", "b.so"], "--library"),  # two names of one option
+    (["build", ".", "-oa.so", "-ob.so"], "--library"),  # short, with the value attached
+    (["build", ".", "-vo", "a.so", "-o", "b.so"], "--library"),  # in a cluster after a flag
+    (["build", ".", "-o", "-v", "--verbose"], None),  # -o's value is "-v"; then one flag
 ])
 def test_a_one_value_option_given_twice_is_refused(args, repeated):
     """The first value was dropped without a word: `--framework jax --framework torchax` ran torchax only."""

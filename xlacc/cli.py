@@ -396,29 +396,46 @@ def run(argv: list[str]) -> int:
 
 def _repeated_option(argv: list[str]) -> str | None:
     """An option of one value given twice, whose first value the parser would drop silently
-    (`--framework jax --framework torchax` ran torchax only). Options that repeat, flags, and the
-    values of options (`--define --x`) are left to the parser."""
+    (`--framework jax --framework torchax` ran torchax only), by either of its names and in any
+    spelling (`--opt=v`, `-ov`, `-vo v`). Options that repeat, flags, and the values of options
+    (`--define --x`) are left to the parser."""
     if len([arg for arg in argv if arg.startswith("-")]) < 2 or not argv:
         return None
-    command = typer.main.get_command(app).commands.get(argv[0])
-    single = {opt: param.opts[-1] for param in getattr(command, "params", []) if param.param_type_name == "option"
-              and not param.multiple and not param.is_flag and not param.count for opt in param.opts}  # a name -> the option
+    params = [p for p in getattr(typer.main.get_command(app).commands.get(argv[0]), "params", []) if p.param_type_name == "option"]
+    by_name = {opt: param for param in params for opt in param.opts}
     seen: set[str] = set()
     takes_value = False
     for arg in argv[1:]:
-        name = arg.split("=", 1)[0]
         if takes_value:  # this is the previous option's value
             takes_value = False
             continue
-        if name in single:
-            if single[name] in seen:
-                return single[name]
-            seen.add(single[name])
-            takes_value = "=" not in arg
-        elif arg.startswith("-"):
-            option = next((p for p in getattr(command, "params", []) if name in p.opts), None)
-            takes_value = option is not None and not option.is_flag and not option.count and "=" not in arg
+        for name, attached in _options_in(arg, by_name):
+            param = by_name.get(name)
+            if param is None or param.is_flag or param.count:
+                continue
+            if not param.multiple:
+                if param.opts[-1] in seen:
+                    return param.opts[-1]
+                seen.add(param.opts[-1])
+            takes_value = not attached
     return None
+
+
+def _options_in(arg: str, by_name: dict) -> list[tuple[str, bool]]:
+    """The options one argument names, each with whether its value is attached to it: `--opt`,
+    `--opt=v`, or a cluster of short ones (`-vo`, `-oa.so`)."""
+    if arg.startswith("--"):
+        return [(arg.split("=", 1)[0], "=" in arg)]
+    if not arg.startswith("-") or len(arg) < 2:
+        return []
+    found = []
+    for index, letter in enumerate(arg[1:], start=2):
+        param = by_name.get(f"-{letter}")
+        takes = param is not None and not param.is_flag and not param.count
+        found.append((f"-{letter}", takes and index < len(arg)))
+        if takes or param is None:  # the rest of the argument is its value (or not options at all)
+            break
+    return found
 
 
 def _failed(message: str, code: int, argv: list[str]) -> int:
