@@ -163,7 +163,7 @@ def read_shared_object(path: str | Path, expected_machine: str | None = None) ->
     with open_elf(path) as tables:
         elf_type = ELF_TYPES.get(tables.e_type, str(tables.e_type))
         dynamic = _read_dynamic(path, tables)
-        _require_shared(path, elf_type, dynamic.flags_1)
+        _require_shared(path, elf_type, tables.is_executable() or bool(dynamic.flags_1 & DF_1_PIE))  # flags_1: a library without sections
         machine = machine_name(tables.e_machine)
         if machine != expected:
             raise ElfError("wrong-machine", f"{path}: built for {machine}, expected {expected}")
@@ -246,13 +246,13 @@ def _require_elf_magic(path: Path) -> None:
 NOT_SHARED_DESCRIPTIONS = {
     "REL": "an object file (ET_REL)",
     "EXEC": "an executable (ET_EXEC)",
-    "DYN": "a position-independent executable (DF_1_PIE)",
+    "DYN": "a position-independent executable (it has a program interpreter or DF_1_PIE)",
     "CORE": "a core dump (ET_CORE)",
 }
 
 
-def _require_shared(path: Path, elf_type: str, flags_1: int) -> None:
-    if elf_type == "DYN" and not flags_1 & DF_1_PIE:
+def _require_shared(path: Path, elf_type: str, executable: bool) -> None:
+    if elf_type == "DYN" and not executable:
         return
     what = NOT_SHARED_DESCRIPTIONS.get(elf_type, f"ELF type {elf_type}")
     raise ElfError("invalid", f"{path}: {what}, not a shared library")
