@@ -510,7 +510,7 @@ def host_syncs(program: Program) -> dict[str, list[Finding]]:
     for (site, name), reaching in sites.items():
         entry, function, call = reaching[0]
         handlers = list(dict.fromkeys(e.symbol for e, _, _ in reaching))
-        who = f"{entry.symbol} ({entry.where})" + (f" and {len(handlers) - 1} other handler{'s' if len(handlers) > 2 else ''} ({', '.join(handlers[1:4])}{', ...' if len(handlers) > 4 else ''})" if len(handlers) > 1 else "")
+        who = f"{entry.symbol} ({entry.where}){_and_others(handlers[1:])}"
         via = "" if function.short_name == entry.symbol else f" (in {function.short_name}, which it runs)"
         captured = any(e.cmd_buffer for e, _, _ in reaching)
         capture = " It is declared kCmdBufferCompatible: XLA captures it into a CUDA graph, where this fails." if captured else ""
@@ -524,6 +524,14 @@ def host_syncs(program: Program) -> dict[str, list[Finding]]:
             )
         )
     return found
+
+
+def _and_others(others: list[str], shown: int = 3) -> str:
+    """` and 4 other handlers (op1, op2, op3, ...)`; nothing without others."""
+    if not others:
+        return ""
+    names = ", ".join(others[:shown]) + (", ..." if len(others) > shown else "")
+    return f" and {len(others)} other handler{'s' if len(others) > 1 else ''} ({names})"
 
 
 def _host_sync_fix(call: cxx.CallSite, function: cxx.Function) -> str | None:
