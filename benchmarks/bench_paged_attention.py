@@ -71,7 +71,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def render(directory: Path, api: str = "ffi", name: str = NAME, template: str = "paged-attention") -> Path:
-    from xlacc.scaffold import NewRequest, create
+    from xlacc.commands.new.project import NewRequest, create
 
     create(NewRequest(name=name, template=template, platform="cuda", api=api, frameworks=["jax"], directory=directory, force=True))
     return directory
@@ -87,7 +87,7 @@ def gpu_arch() -> str:
 def nvcc_command(project: Path, library: Path, arch: str, defines: dict[str, int], name: str = NAME) -> list[str]:
     import jax
 
-    from xlacc.builder import XLACC_INCLUDE
+    from xlacc.commands.build.builder import XLACC_INCLUDE
 
     number = arch.removeprefix("sm_")
     return [
@@ -221,7 +221,7 @@ def check_grid(call, reference, seed: int = 0) -> list[dict]:
     """The kernel against the float64 reference over dtypes x head sizes x block sizes, ragged lengths up to 4096."""
     import jax.numpy as jnp
 
-    from xlacc.runtime import numerics
+    from xlacc.commands.smoke import numerics
 
     rows = []
     groups = {64: (8, 8), 128: (32, 8), 256: (12, 1)}  # (num_heads, num_kv_heads): GQA 1, 4 and 12 (two CTAs per kv head)

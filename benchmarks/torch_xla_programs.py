@@ -30,8 +30,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from xlacc import scaffold  # noqa: E402
-from xlacc.runtime.harness import DEFAULT_SIZES  # noqa: E402
+from xlacc.commands.new import project as scaffold  # noqa: E402
+from xlacc.commands.smoke.harness import DEFAULT_SIZES  # noqa: E402
 
 SEED = 0
 FRAMEWORKS = ["jax", "torchax", "torch-xla"]
@@ -59,9 +59,9 @@ def emit(out: Path, workdir: Path) -> None:
     os.environ.setdefault("PJRT_DEVICE", "CPU")
     import torch_xla
 
-    from xlacc.runtime import xla_program
-    from xlacc.runtime.harness import load_project
-    from xlacc.runtime.torch_arrays import to_torch
+    from xlacc.commands.smoke import xla_program
+    from xlacc.commands.smoke.harness import load_project
+    from xlacc.commands.smoke.torch_arrays import to_torch
 
     device = torch_xla.device()
     entries = []
@@ -92,8 +92,8 @@ def run(programs_file: Path, workdir: Path, out: Path) -> int:
     import jax
     import jaxlib
 
-    from xlacc.runtime import numerics, xla_program
-    from xlacc.runtime.harness import as_tuple, load_project
+    from xlacc.commands.smoke import numerics, xla_program
+    from xlacc.commands.smoke.harness import as_tuple, load_project
 
     saved = json.loads(programs_file.read_text())
     device = jax.devices("gpu")[0]

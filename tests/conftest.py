@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import xlacc
-from xlacc import builder, toolchain
+from xlacc.commands.build import builder
+from xlacc.ground import toolchain
 
 
 def _gpu_visible() -> bool:
@@ -41,10 +42,10 @@ def pytest_collection_modifyitems(config, items):
 # Seconds each file takes on three workers sharing two cores (`--durations=0`, summed by file,
 # 2026-11-23); files not named take under 10 s.
 FILE_SECONDS = {
-    "test_smoke.py": 155, "test_templates.py": 154, "test_smoke_torch_xla.py": 124, "test_smoke_torchax.py": 82,
-    "test_diagnosis_hostile.py": 44, "test_wrap.py": 39, "test_builder.py": 37, "test_hostile.py": 28,
-    "test_template_paged_kv_write.py": 24, "test_scaffold.py": 20, "test_template_paged_attention.py": 18,
-    "test_diagnosis_engine.py": 16, "test_api.py": 15, "test_update.py": 13,
+    "test_run_smoke.py": 155, "test_templates.py": 154, "test_harness_torch_xla.py": 124, "test_harness_torchax.py": 82,
+    "test_doctor_hostile.py": 44, "test_wrap.py": 39, "test_builder.py": 37, "test_hostile.py": 28,
+    "test_paged_kv_write.py": 24, "test_project.py": 20, "test_paged_attention.py": 18,
+    "test_engine.py": 16, "test_api.py": 15, "test_update.py": 13,
 }  # fmt: skip
 
 

@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from xlacc import toolchain
-from xlacc.errors import ToolchainMissing
+from xlacc.ground import toolchain
+from xlacc.ground.errors import ToolchainMissing
 
 GXX = shutil.which("g++")
 

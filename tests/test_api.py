@@ -10,7 +10,8 @@ import sys
 import pytest
 
 import xlacc
-from xlacc import api, scaffold
+from xlacc import api
+from xlacc.commands.new import project as scaffold
 
 if importlib.util.find_spec("jax") is None:  # found, not imported: every xdist worker collects this file
     pytest.skip("the op runs through jax", allow_module_level=True)
@@ -42,7 +43,7 @@ def test_build_and_doctor_return_the_report_the_command_line_renders(project):
     assert xlacc.build(project).data["cached"] is True
     diagnosis = xlacc.doctor(project)
     assert not diagnosis.failed and any(c.name == "project api_add" for c in diagnosis.checks)
-    for module in ("xlacc.builder", "xlacc.diagnosis.engine"):  # the commands' modules take neither name
+    for module in ("xlacc.commands.build.builder", "xlacc.commands.doctor.engine"):  # the commands' modules take neither name
         importlib.import_module(module)
     assert callable(xlacc.build) and callable(xlacc.doctor)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xlacc import __version__
+from xlacc.ground.version import __version__
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ def test_help_lists_the_four_commands_without_importing_frameworks():
 
 def test_import_xlacc_modules_imports_no_framework():
     probe = (
-        "import sys, xlacc, xlacc.cli, xlacc.spec, xlacc.scaffold, xlacc.report\n"
+        "import sys, xlacc, xlacc.cli, xlacc.spec, xlacc.commands.new.project, xlacc.ground.report\n"
         "print(sorted(m for m in ('jax', 'torch', 'torch_xla') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)

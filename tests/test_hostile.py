@@ -8,9 +8,9 @@ except where a bound is measured on the function that holds the data.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import contextlib
 import os
 import signal
 import stat
@@ -22,16 +22,11 @@ from pathlib import Path
 
 import pytest
 from needs import needs_ffi_headers
-from test_runner import wait_gone
+from process_support import wait_gone
 
-from xlacc import scaffold
-from xlacc.runtime.runner import (
-    HEAD_BYTES,
-    MAX_LINE_CHARS,
-    TAIL_BYTES,
-    child_env,
-    run_child,
-)
+from xlacc.commands.new import project as scaffold
+from xlacc.commands.smoke.runner import child_env, run_child
+from xlacc.ground.process import HEAD_BYTES, MAX_LINE_CHARS, TAIL_BYTES
 
 REPO = Path(__file__).resolve().parent.parent
 ANSWER_SECONDS = 10  # the issue's budget for any answer to a hostile input
@@ -313,7 +308,7 @@ def measured(code: str, timeout: float) -> dict:
     probe = textwrap.dedent(
         """
         import json, resource, sys, time
-        from xlacc.runtime.runner import child_env, run_child
+        from xlacc.commands.smoke.runner import child_env, run_child
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.monotonic()
         {code}

@@ -1,7 +1,7 @@
 """xlacc: from a CUDA kernel to a working, fast XLA custom call.
 
 Importing xlacc never imports jax, torch or torch_xla: those run only in child processes
-(see ``xlacc.runtime``) or on explicit request (``xlacc doctor`` of the environment).
+(see ``xlacc.commands.smoke``) or on explicit request (``xlacc doctor`` of the environment).
 
 From Python, in the way of torch's ``cpp_extension.load``::
 
@@ -10,11 +10,13 @@ From Python, in the way of torch's ``cpp_extension.load``::
     report = xlacc.build("add_op")       # the Report `xlacc build` renders
     report = xlacc.doctor("add_op")      # the Report `xlacc doctor` renders
 
-The commands' modules are ``xlacc.builder`` and ``xlacc.diagnosis``, so that these names stay
-the functions.
+The commands' code lives in ``xlacc.commands`` (``xlacc.commands.build``, ``xlacc.commands.doctor``...),
+so that these names stay the functions.
 """
 
-__version__ = "0.2.0"
+from xlacc.ground.version import __version__
+
+__all__ = ["__version__", "build", "doctor", "load"]
 
 
 def load(project=".", *, force=False):

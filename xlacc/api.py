@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from xlacc.errors import XlaccError
-from xlacc.report import Report
+from xlacc.ground.errors import XlaccError
+from xlacc.ground.report import Report
 
 
 class BuildError(XlaccError):
@@ -30,7 +30,7 @@ class BuildError(XlaccError):
 
 def build(project: str | Path = ".", *, force: bool = False, arch: str | None = None) -> Report:
     """Build a project (when its cache is stale, or always with ``force``) and verify the library."""
-    from xlacc import builder
+    from xlacc.commands.build import builder
 
     return builder.run(builder.BuildRequest(paths=[Path(project)], archs=arch, force=force))
 
@@ -53,7 +53,7 @@ def load(project: str | Path = ".", *, force: bool = False) -> ModuleType:
 
 def doctor(*paths: str | Path, so: str | Path | None = None, log: str | Path | None = None, symbols: tuple[str, ...] = ()) -> Report:
     """Diagnose sources, folders or projects, a shared object, a log; the environment with no argument."""
-    from xlacc.diagnosis import engine
+    from xlacc.commands.doctor import engine
 
     request = engine.DoctorRequest([Path(p) for p in paths], so=Path(so) if so else None, symbols=list(symbols), log=str(log) if log else None)
     return engine.run(request)

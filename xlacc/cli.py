@@ -16,9 +16,8 @@ from typing import List, Optional
 import typer
 from typer.core import TyperCommand
 
-from xlacc import __version__
-from xlacc.errors import UsageError, XlaccError
-from xlacc.report import (
+from xlacc.ground.errors import UsageError, XlaccError
+from xlacc.ground.report import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -27,6 +26,7 @@ from xlacc.report import (
     emit,
     error_line,
 )
+from xlacc.ground.version import __version__
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 success; 1 a problem was found; 2 a usage error (one line on stderr); "
@@ -150,7 +150,7 @@ def new(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write a new custom-call project from a template."""
-    from xlacc import scaffold
+    from xlacc.commands.new import project as scaffold
 
     report = scaffold.create(
         scaffold.NewRequest(
@@ -197,7 +197,7 @@ def build(
 
     $XLACC_CACHE_DIR, if set, is a folder of built libraries shared by every project: a build with
     the same sources, flags and compiler copies from there instead of compiling."""
-    from xlacc import builder
+    from xlacc.commands.build import builder
 
     report = builder.run(
         builder.BuildRequest(
@@ -228,7 +228,7 @@ def update(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Regenerate xlacc's files from xlacc.toml and this xlacc; your edits are merged, never lost."""
-    from xlacc import update as update_mod
+    from xlacc.commands.new import update as update_mod
 
     report = update_mod.run(update_mod.UpdateRequest(project=project, dry_run=dry_run))
     raise typer.Exit(emit(report, as_json))
@@ -248,7 +248,7 @@ def run_smoke(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the custom call in a child process: registration, lowering, numerics, vmap, grad, sharding, speed."""
-    from xlacc import smoke
+    from xlacc.commands.smoke import run_smoke as smoke
 
     report = smoke.run(
         smoke.SmokeRequest(
@@ -284,7 +284,7 @@ def doctor(
     With nothing named it checks the environment. After --, a command line is run and its output
     diagnosed.
     """
-    from xlacc.diagnosis import engine
+    from xlacc.commands.doctor import engine
 
     report = engine.run(
         engine.DoctorRequest(

@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from xlacc.diagnosis import engine  # noqa: E402
+from xlacc.commands.doctor import engine  # noqa: E402
 
 
 @dataclass

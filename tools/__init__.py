@@ -1,0 +1,1 @@
+"""Maintenance tools for xlacc's own repository, outside the package's import graph."""

@@ -1,0 +1,532 @@
+"""Checks across files: the entry points kernels define against where Python registers and calls
+the same targets (names, api_version, platform, operands, backend_config layout).
+
+A target is linked to its entry point by the exported symbol a registration wraps, by the name a
+C++ registrations dict gives a capsule (``dict["gpu_foo"] = EncapsulateFunction(gpu_foo)``), by a
+static registration, or by the name itself. A name Python computes (``platform + "_foo_f32"``)
+links to every entry point it can name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from dataclasses import dataclass
+
+from xlacc.commands.doctor.program import EntryPoint, Program
+from xlacc.commands.doctor.rules.kernel import opaque_read
+from xlacc.commands.doctor.rules.python import HLO_APIS, JAX_REGISTER_APIS, where
+from xlacc.ground.catalogue import make
+from xlacc.ground.report import Finding
+from xlacc.readers import cxx
+from xlacc.readers.python import (
+    PyCall,
+    PyFacts,
+    PyRegistration,
+    struct_layout,
+    struct_size,
+)
+
+# Targets XLA, jaxlib and torch_xla register themselves: a call to one needs no registration here.
+BUILTIN_TARGETS = re.compile(
+    r"^(?:triton_kernel_call|tpu_custom_call|mosaic_gpu\w*|Sharding|SPMDFullToShardShape|SPMDShardToFullShape|"
+    r"annotate_device_placement|xla_python_\w+|xla_ffi_python_\w+|cu\w+|hip\w+|lapack_\w+|cusolver\w+|cublas\w+|"
+    r"__\w+|MoveToHost|MoveToDevice|LayoutConstraint|shard_barrier\w*)$"
+)
+MISSPELLING_CUTOFF = 0.8  # 0.775 took te_fused_attn_score_mod_forward_ffi for te_fused_topk_with_score_function_forward_ffi
+# Element types of C buffers and FFI dtypes, as numpy names.
+C_DTYPES = {
+    "float": "float32", "double": "float64", "int": "int32", "int32_t": "int32", "unsigned": "uint32", "uint32_t": "uint32",
+    "int64_t": "int64", "long": "int64", "long long": "int64", "uint64_t": "uint64", "size_t": "uint64", "int16_t": "int16",
+    "short": "int16", "int8_t": "int8", "uint8_t": "uint8", "char": "int8", "bool": "bool", "half": "float16",
+    "__half": "float16", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16",
+}
+FFI_DTYPES = {
+    "F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64", "S8": "int8", "S16": "int16", "S32": "int32",
+    "S64": "int64", "U8": "uint8", "U16": "uint16", "U32": "uint32", "U64": "uint64", "PRED": "bool",
+}
+BUFFER_CAST = re.compile(
+    r"(?:(?P<decl_const>const\s+)?(?P<decl_type>[\w:]+)\s*(?:const\s*)?\*\s*(?:const\s+)?(?:__restrict__\s+)?)?"
+    r"(?P<var>\w+)\s*=\s*(?:(?:reinterpret_cast|static_cast)\s*<\s*(?P<cast_const>const\s+)?(?P<cast_type>[\w:]+)\s*(?:const\s*)?\*\s*>\s*\(\s*"
+    r"|\(\s*(?P<c_const>const\s+)?(?P<c_type>[\w:]+)\s*(?:const\s*)?\*\s*\)\s*)?{buffers}\s*\[\s*(?P<index>\d+)\s*\]"
+)
+
+
+@dataclass(frozen=True)
+class BufferUse:
+    index: int
+    var: str
+    element: str | None  # the C type it is read as
+    written: bool
+    read: bool
+
+
+class Links:
+    """Which entry points a registration or a call reaches."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.by_name: dict[str, list[EntryPoint]] = {}
+        for entry in program.entries:
+            for name in entry.names:
+                self.by_name.setdefault(name, []).append(entry)
+        self._of_module: dict[str, list[EntryPoint]] = {}
+        self._by_registration: dict[int, list[EntryPoint]] = {}
+        self._registrations: dict[str, list[tuple[PyFacts, PyRegistration]]] = {}  # by framework
+        for facts in program.facts:
+            for reg in facts.registrations:
+                self._registrations.setdefault(reg.framework, []).append((facts, reg))
+        self._found: dict[int, tuple[list[tuple[PyFacts, PyRegistration]], list[EntryPoint]]] = {}
+
+    def named(self, name: str | None, pattern: str | None) -> list[EntryPoint]:
+        if name is not None:
+            return list(self.by_name.get(name, []))
+        if pattern is None:
+            return []
+        matcher = re.compile(pattern)
+        return [e for n, entries in self.by_name.items() if matcher.fullmatch(n) for e in entries]
+
+    def of_module(self, module: str | None) -> list[EntryPoint]:
+        """Entry points a C++ module's capsules carry (``PYBIND11_MODULE(gpu_ops, m)`` and its file)."""
+        key = module or ""
+        if key not in self._of_module:
+            source = self.program.modules.get(key)
+            self._of_module[key] = [] if source is None else [e for e in self.program.entries if source.name in e.capsule_sources]
+        return self._of_module[key]
+
+    def for_registration(self, reg: PyRegistration) -> list[EntryPoint]:
+        key = id(reg)
+        if key not in self._by_registration:
+            self._by_registration[key] = self._for_registration(reg)
+        return self._by_registration[key]
+
+    def _for_registration(self, reg: PyRegistration) -> list[EntryPoint]:
+        found = [e for symbol in reg.symbols for e in self.by_name.get(symbol, [])]
+        source = self.program.modules.get(reg.from_module or "")
+        if not found and source is not None:
+            found = [e for e in self.program.entries if source.name in e.capsule_sources or e.source == source.name]
+            if reg.target or reg.target_pattern:
+                found = [e for e in found if any(self._matches(reg, n) for n in e.names)] or found
+        if not found and reg.from_module is None:
+            found = self.named(reg.target, reg.target_pattern)
+        return _unique(found)
+
+    @staticmethod
+    def _matches(reg: PyRegistration, name: str) -> bool:
+        if reg.target is not None:
+            return reg.target == name
+        return reg.target_pattern is not None and re.fullmatch(reg.target_pattern, name) is not None
+
+    def registrations(self, call: PyCall) -> list[tuple[PyFacts, PyRegistration]]:
+        """Where Python registers the target ``call`` uses, in the registry its framework reads."""
+        found = []
+        for facts, reg in self._registrations.get(call.framework, ()):
+            if reg.target is not None and call.matches(reg.target):
+                found.append((facts, reg))
+            elif reg.target is None and reg.from_module and any(call.matches(k) for e in self.of_module(reg.from_module) for k in e.capsule_keys):
+                found.append((facts, reg))
+        return found
+
+    def of_call(self, call: PyCall, facts: PyFacts | None = None) -> tuple[list[tuple[PyFacts, PyRegistration]], list[EntryPoint]]:
+        """The registrations a call's target has and the entry points the call reaches (computed once
+        per call)."""
+        key = id(call)
+        if key not in self._found:
+            registrations = self.registrations(call)
+            self._found[key] = (registrations, self.for_call(call, registrations, facts))
+        return self._found[key]
+
+    def for_call(self, call: PyCall, registrations: list[tuple[PyFacts, PyRegistration]], facts: PyFacts | None = None) -> list[EntryPoint]:
+        entries = [
+            e for _, reg in registrations for e in self.for_registration(reg) if any(call.matches(n) for n in e.names) or reg.symbols
+        ]
+        return nearest(_unique(entries or self.named(call.target, call.target_pattern)), facts.name if facts else None)
+
+
+def nearest(entries: list[EntryPoint], name: str | None) -> list[EntryPoint]:
+    """Of several definitions of one name (copies in sibling folders), those closest to the Python
+    file that uses it: a script loads the library built beside it."""
+    if name is None or len(entries) < 2:
+        return entries
+    here = _folders(name.split(":", 1)[0])
+
+    def shared(entry: EntryPoint) -> int:
+        there = _folders(entry.source)
+        return next((i for i, (a, b) in enumerate(zip(here, there)) if a != b), min(len(here), len(there)))
+
+    by_symbol: dict[str, list[EntryPoint]] = {}
+    for entry in entries:
+        by_symbol.setdefault(entry.symbol, []).append(entry)
+    chosen = []
+    for same in by_symbol.values():
+        best = max(shared(e) for e in same)
+        chosen += [e for e in same if shared(e) == best][:1]
+    return chosen
+
+
+def _folders(path: str) -> list[str]:
+    return [part for part in path.replace("\\", "/").split("/")[:-1] if part not in ("", ".")]
+
+
+def _unique(entries: list[EntryPoint]) -> list[EntryPoint]:
+    return list({id(e): e for e in entries}.values())
+
+
+# -- api_version ------------------------------------------------------------------------------------
+
+
+def _api_fit(entry: EntryPoint, api: int) -> str | None:
+    if api in entry.signature.apis:
+        return None
+    wanted = " or ".join(str(a) for a in sorted(entry.signature.apis))
+    consequence = ""
+    if entry.typed:
+        consequence = "XLA would call a typed FFI handler as a legacy function: a crash at execution"
+    elif api == 4:
+        consequence = "XLA would look for a typed FFI handler and call it with one XLA_FFI_CallFrame*"
+    elif entry.signature.kind in ("gpu-original", "cpu-original") and api in (2, 3):
+        consequence = (
+            "XLA passes one more argument, XlaCustomCallStatus*, that this function does not declare: calling it "
+            "through that type is undefined behaviour and it can never report a failure"
+        )
+    elif entry.signature.kind == "gpu-status" and api == 1:
+        consequence = "XLA passes no status: the fifth parameter holds garbage"
+    return f"`{entry.symbol}` ({entry.where}) is `{entry.signature.text}`, which takes api_version {wanted}, not {api}" + (
+        f": {consequence}" if consequence else ""
+    )
+
+
+def call_mismatches(links: Links, facts: PyFacts, call: PyCall) -> list[Finding]:
+    if call.api not in HLO_APIS:  # unknown, or invalid (api-version-invalid says so)
+        return []
+    registrations, entries = links.of_call(call, facts)
+    reasons = []
+    if call.framework == "torch_xla" and call.api == 4:
+        reasons.append("torch_xla registers targets only in the legacy registry, so api_version 4 (typed FFI) never finds them")
+    misfits = [reason for entry in entries if (reason := _api_fit(entry, call.api))]
+    if entries and len(misfits) == len(entries):
+        reasons.extend(misfits)
+    for reg_facts, reg in registrations:
+        if reg.framework != "jax" or reg.api_version not in JAX_REGISTER_APIS:
+            continue
+        if reg.api_version == 1 and call.api in (1, 2, 3):
+            reasons.append(f"{where(reg_facts, reg.line)} registers it as typed FFI (api_version=1), but api {call.api} looks in the legacy registry")
+        elif reg.api_version == 0 and call.api == 4:
+            reasons.append(f"{where(reg_facts, reg.line)} registers it as legacy (api_version=0), but api 4 looks in the typed FFI registry")
+    if not reasons:
+        return _cpu_deprecation(facts, call, entries)
+    default = f" ({call.function}'s default)" if call.api_source == "default" else ""
+    named = call.target or (" or ".join(f"`{n}`" for n in sorted({e.symbol for e in entries}))[1:-1] if entries else "?")
+    return [make(
+        "api-version-mismatch",
+        f"{where(facts, call.line)}: `{call.text}` calls `{named}` with api_version "
+        f"{call.api}{default}:\n- " + "\n- ".join(dict.fromkeys(reasons)),
+        likelihood=0.9 if entries else 0.7,
+    )]
+
+
+def _cpu_deprecation(facts: PyFacts, call: PyCall, entries: list[EntryPoint]) -> list[Finding]:
+    """On XLA:CPU, api 2 logs the deprecation line as api 1 does (measured with jax 0.10.2); 3 does not."""
+    entry = entries[0] if len(entries) == 1 else None
+    if entry is None or entry.signature.kind != "cpu-status" or call.api != 2:
+        return []
+    return [make(
+        "legacy-api-deprecated",
+        f"{where(facts, call.line)}: `{call.text}` calls the XLA:CPU entry point `{entry.symbol}` ({entry.where}) "
+        "with api_version 2 (API_VERSION_STATUS_RETURNING), which XLA:CPU reports as deprecated",
+        fix="On XLA:CPU use api_version 3 with `void f(void* out, const void** in, const char* opaque, size_t "
+        "opaque_len, XlaCustomCallStatus*)`, or a typed FFI handler (api 4).",
+        likelihood=0.6,
+    )]
+
+
+def registration_mismatches(links: Links, facts: PyFacts, reg: PyRegistration) -> list[Finding]:
+    findings = []
+    at = where(facts, reg.line)
+    for entry in links.for_registration(reg):
+        legacy = not entry.typed
+        if reg.framework == "jax" and reg.api_version == 1 and legacy:
+            findings.append(make(
+                "api-version-mismatch",
+                f"{at}: `{reg.text}` registers `{entry.symbol}` ({entry.where}), a legacy `{entry.signature.text}`, as a "
+                "typed FFI handler (api_version=1, the default): XLA calls it to read handler metadata and crashes during registration",
+                fix="Register a legacy function with api_version=0 and call it with custom_call_api_version=2 (GPU) or 3 (CPU).",
+                likelihood=0.95,
+            ))
+        elif reg.framework == "jax" and reg.api_version == 0 and not legacy:
+            findings.append(make(
+                "api-version-mismatch",
+                f"{at}: `{reg.text}` registers the typed FFI handler `{entry.symbol}` ({entry.where}) as legacy "
+                "(api_version=0): called with api 4 it is not found, with api 1-3 it crashes",
+                fix="Register typed FFI handlers with api_version=1 (the default) and call them with api_version 4.",
+                likelihood=0.9,
+            ))
+        elif reg.framework == "torch_xla" and not legacy:
+            findings.append(make(
+                "api-version-mismatch",
+                f"{at}: `{reg.text}` registers the typed FFI handler `{entry.symbol}` ({entry.where}); torch_xla can only "
+                "call legacy (api 1-3) targets",
+                fix="Give torch_xla a status-returning legacy entry point (`xlacc new --framework torch-xla` writes one).",
+                likelihood=0.9,
+            ))
+        platform = reg.platform
+        if reg.framework == "jax" and platform in ("cpu", "Host") and entry.gpu:
+            default = " (platform defaults to \"cpu\")" if not reg.platform_given else ""
+            findings.append(make(
+                "platform-name",
+                f"{at}: `{reg.text}` registers `{entry.symbol}`, a GPU entry point ({entry.where}), for the CPU{default}",
+                fix="Register GPU entry points with platform=\"CUDA\" (or \"gpu\").",
+                likelihood=0.8,
+            ))
+        elif reg.framework == "jax" and platform in ("gpu", "CUDA") and entry.gpu is False:
+            findings.append(make(
+                "platform-name",
+                f"{at}: `{reg.text}` registers `{entry.symbol}`, a CPU entry point ({entry.where}), for the GPU",
+                fix="Register XLA:CPU entry points with platform=\"cpu\".",
+                likelihood=0.8,
+            ))
+    return findings
+
+
+# -- names --------------------------------------------------------------------------------------------
+
+
+def unregistered_targets(program: Program, links: Links) -> list[Finding]:
+    """A call to a constant target that nothing registers, next to a registered name it misspells."""
+    registered: dict[str, set[str]] = {"jax": set(), "torch_xla": set()}
+    patterns: dict[str, list[str]] = {"jax": [], "torch_xla": []}
+    open_ended: set[str] = set()  # a framework with a registration whose name cannot be read
+    for facts in program.facts:
+        for reg in facts.registrations:
+            if reg.target is not None:
+                registered[reg.framework].add(reg.target)
+            elif reg.target_pattern is not None:
+                patterns[reg.framework].append(reg.target_pattern)
+            elif reg.keys_are_names and program.modules.get(reg.from_module or ""):
+                registered[reg.framework].update(k for e in links.of_module(reg.from_module) for k in e.capsule_keys)
+            else:
+                open_ended.add(reg.framework)
+    static = {name for e in program.entries for name in e.registered}
+    findings = []
+    for facts in program.facts:
+        for call in facts.calls:
+            names = registered.get(call.framework, set())
+            target = call.target
+            if not target or not names or call.framework in open_ended or target in names or target in static:
+                continue
+            if BUILTIN_TARGETS.match(target) or any(re.fullmatch(p, target) for p in patterns[call.framework]):
+                continue
+            close = difflib.get_close_matches(target, sorted(names), n=1, cutoff=MISSPELLING_CUTOFF)
+            if close:
+                findings.append(make(
+                    "target-not-registered",
+                    f"{where(facts, call.line)}: `{call.text}` calls `{target}`, which nothing registers; "
+                    f"`{close[0]}` is registered",
+                    title=f"custom-call target `{target}` is not registered",
+                    fix=f"Call the registered name `{close[0]}` (names are case-sensitive), or register `{target}`.",
+                    likelihood=0.85,
+                ))
+    return findings
+
+
+def missing_symbols(facts: PyFacts, known: set[str]) -> list[Finding]:
+    """A ctypes look-up of a name no source defines, next to one it misspells (a sibling folder not
+    examined may define names that share nothing with the ones here)."""
+    findings = []
+    for symbol, line in facts.symbol_refs.items():
+        if symbol in known or symbol.startswith("_"):
+            continue
+        closest = difflib.get_close_matches(symbol, sorted(known), n=3, cutoff=0.8)
+        if closest:
+            findings.append(make(
+                "symbol-missing",
+                f"{where(facts, line)} looks up `{symbol}` in a ctypes library, but no function or handler of that name is "
+                f"defined in the kernel sources examined; closest: {', '.join(closest)}",
+                severity="warning",
+                likelihood=0.5,
+            ))
+    return findings
+
+
+# -- operands and backend_config ----------------------------------------------------------------------
+
+
+def buffer_uses(entry: EntryPoint, program: Program) -> list[BufferUse]:
+    """How a legacy GPU entry point reads ``buffers[i]``: as what type, written or read by the
+    kernels it launches (or by its own copies)."""
+    if entry.function is None or entry.signature.kind not in ("gpu-original", "gpu-status"):
+        return []
+    function = entry.function
+    buffers = function.params[1].name
+    if not buffers:
+        return []
+    pattern = re.compile(BUFFER_CAST.pattern.replace("{buffers}", re.escape(buffers)))
+    uses = {}
+    for match in pattern.finditer(function.body):
+        index = int(match.group("index"))
+        var = match.group("var")
+        element = match.group("cast_type") or match.group("c_type") or match.group("decl_type")
+        const = bool(match.group("cast_const") or match.group("c_const") or match.group("decl_const"))
+        written, read = _access(var, function, program)
+        if index not in uses:
+            uses[index] = BufferUse(index, var, element, written, read or const)
+    return [uses[i] for i in sorted(uses)]
+
+
+def _access(var: str, function: cxx.Function, program: Program) -> tuple[bool, bool]:
+    """(written, read) for a host pointer: by the kernels it is passed to, or host copies into it."""
+    written = read = False
+    for launch in function.launches:
+        kernel = program.kernels.get(launch.short_kernel)
+        for position, arg in enumerate(launch.args):
+            if not re.fullmatch(rf"\s*(?:\(\s*[\w:\s*]+\)\s*)?{re.escape(var)}\s*", arg):
+                continue
+            if kernel is None or position >= len(kernel.params):
+                return written, True
+            param = kernel.params[position]
+            if param.const_pointee:
+                read = True
+            elif _kernel_writes(kernel, param.name):
+                written = True
+            else:
+                read = True
+    for call in function.calls:
+        if call.name in ("cudaMemcpyAsync", "cudaMemcpy", "cudaMemsetAsync", "cudaMemset", "memcpy", "memset") and call.args:
+            if call.args[0].strip() == var:
+                written = True
+            elif len(call.args) > 1 and call.args[1].strip() == var:
+                read = True
+    return written, read
+
+
+def _kernel_writes(kernel: cxx.Function, name: str) -> bool:
+    if not name:
+        return False
+    n = re.escape(name)
+    return re.search(
+        rf"\b{n}\s*\[[^\]]*\]\s*(?:[-+*/|&^]|<<|>>)?=(?!=)|\*\s*\(?\s*{n}\b[^;=]*=(?!=)|atomic\w*\s*\(\s*&?\s*{n}\b|\b{n}\s*\+[^;]*\)\s*=(?!=)",
+        kernel.body,
+    ) is not None
+
+
+def buffer_order(entry: EntryPoint, program: Program, operands: int | None, call_where: str | None) -> Finding | None:
+    uses = buffer_uses(entry, program)
+    written = [u for u in uses if u.written]
+    only_read = [u for u in uses if u.read and not u.written]
+    if not written or not only_read:
+        return None
+    if operands is not None:
+        overwritten = [u for u in written if u.index < operands]
+        results_read = [u for u in only_read if u.index >= operands]
+        if not overwritten and not results_read:
+            return None
+        problems = [f"writes `{u.var}` = buffers[{u.index}], operand {u.index}" for u in overwritten]
+        problems += [f"reads `{u.var}` = buffers[{u.index}], a result slot, as an input" for u in results_read]
+        return make(
+            "buffer-order",
+            f"{entry.symbol} ({entry.where}) {'; '.join(problems)}; {call_where} passes {operands} operand(s), so "
+            f"buffers[0..{operands - 1}] are inputs and buffers[{operands}..] are results",
+            likelihood=0.85,
+        )
+    if max(u.index for u in written) < min(u.index for u in only_read):
+        return make(
+            "buffer-order",
+            f"{entry.symbol} ({entry.where}) writes {', '.join(f'buffers[{u.index}] (`{u.var}`)' for u in written)} and only "
+            f"reads {', '.join(f'buffers[{u.index}] (`{u.var}`)' for u in only_read)}: XLA puts the operands first and the "
+            "results after them",
+            severity="warning",
+            likelihood=0.6,
+        )
+    return None
+
+
+def operand_dtypes(entry: EntryPoint, program: Program, facts: PyFacts, call: PyCall) -> Finding | None:
+    """An operand whose element type (where the Python says it) differs from what the kernel reads."""
+    if not call.operand_dtypes or not any(call.operand_dtypes):
+        return None
+    if entry.typed:
+        expected = _binding_dtypes(entry.binding)
+    else:
+        expected = {u.index: C_DTYPES.get((u.element or "").rsplit("::", 1)[-1]) for u in buffer_uses(entry, program)}
+    for index, given in enumerate(call.operand_dtypes):
+        wanted = expected.get(index)
+        if given and wanted and given != wanted:
+            operand = call.operands[index] if call.operands and index < len(call.operands) else f"operand {index}"
+            reads = f"binds it as {wanted}" if entry.typed else f"reads buffers[{index}] as {wanted}"
+            return make(
+                "operand-mismatch",
+                f"{where(facts, call.line)}: operand {index} `{operand}` is {given}, but `{entry.symbol}` ({entry.where}) {reads}",
+                title=f"operand {index} is {given}, the kernel reads {wanted}",
+                likelihood=0.8,
+            )
+    return None
+
+
+def _binding_dtypes(binding: str) -> dict[int, str | None]:
+    found = {}
+    for index, match in enumerate(re.finditer(r"\.Arg\s*<\s*([^()]*?)>\s*\(\s*\)", binding)):
+        dtype = re.search(r"\b(?:ffi::|DataType::)?(F16|BF16|F32|F64|S8|S16|S32|S64|U8|U16|U32|U64|PRED)\b", match.group(1))
+        found[index] = FFI_DTYPES[dtype.group(1)] if dtype and "Buffer" in match.group(1) else None
+    return found
+
+
+def opaque_size(entry: EntryPoint, program: Program, facts: PyFacts, call: PyCall) -> Finding | None:
+    if call.opaque_format is None:
+        return None
+    read = opaque_read(entry, program)
+    if read is None or read[0] is None:
+        return None
+    struct = program.struct(read[0])
+    packed = struct_size(call.opaque_format)
+    size = struct.size() if struct is not None else None
+    if size is None or packed is None or size == packed:
+        return None
+    evidence = (
+        f"{where(facts, call.line)}: backend_config `struct.pack(\"{call.opaque_format}\", ...)` is {packed} bytes; "
+        f"`{entry.symbol}` ({entry.where}) reads it as `{struct.name}` ({size} bytes, line {struct.line})"
+    )
+    fields, values = struct.layout(), struct_layout(call.opaque_format)
+    if fields == values and packed < size:  # the same fields; only the struct's tail padding is missing
+        return make(
+            "opaque-size-mismatch",
+            f"{evidence}: the fields agree, and the kernel reads the {size - packed} bytes of tail padding past the "
+            "string's end",
+            severity="warning",
+            likelihood=0.6,
+        )
+    return make("opaque-size-mismatch", f"{evidence}: the fields lie at other offsets", likelihood=0.85)
+
+
+def call_contents(links: Links, facts: PyFacts, call: PyCall, entry: EntryPoint) -> list[Finding]:
+    findings = [operand_dtypes(entry, links.program, facts, call), opaque_size(entry, links.program, facts, call)]
+    return [f for f in findings if f is not None]
+
+
+def cross_findings(program: Program) -> list[Finding]:
+    links = Links(program)
+    findings = []
+    known = set(program.functions) | {e.symbol for e in program.entries}
+    calls_of: dict[int, list[tuple[PyFacts, PyCall]]] = {}
+    for facts in program.facts:
+        for call in facts.calls:
+            findings.extend(call_mismatches(links, facts, call))
+            _, entries = links.of_call(call, facts)
+            if len(entries) == 1:
+                findings.extend(call_contents(links, facts, call, entries[0]))
+                if call.operands is not None:
+                    calls_of.setdefault(id(entries[0]), []).append((facts, call))
+        for reg in facts.registrations:
+            findings.extend(registration_mismatches(links, facts, reg))
+        if program.entries:
+            findings.extend(missing_symbols(facts, known))
+    findings.extend(unregistered_targets(program, links))
+    for entry in program.entries:  # one finding per entry point, however many calls show it
+        calls = calls_of.get(id(entry), [])
+        found = next((f for facts, call in calls if (f := buffer_order(entry, program, len(call.operands), where(facts, call.line)))), None)
+        if found is None and not calls:
+            found = buffer_order(entry, program, None, None)
+        if found is not None:
+            more = len(calls) - 1
+            findings.append(found if more < 1 else dataclasses.replace(found, evidence=f"{found.evidence} (and {more} more call{'s' if more > 1 else ''})"))
+    return findings

@@ -1,0 +1,445 @@
+"""`xlacc new NAME --from kernel.cu`: wrap a kernel the user already has, left unchanged.
+
+The kernel's source is read with the C++/CUDA parser doctor uses (``xlacc.readers.cxx``). One
+function is wrapped: a ``__global__`` kernel, launched from the generated launch function, or a
+host function (a launcher taking a ``cudaStream_t``, or a CPU function), called from it. Its
+parameters become the op's signature. A file holding both a ``__global__`` kernel and a host function
+that takes a ``cudaStream_t`` and launches every kernel of the file wraps that launcher: it knows the
+grid, which xlacc would only guess.
+
+- ``const T*`` an input, ``T*`` an output (each shaped like the first input unless
+  ``--output NAME:like=INPUT``), T from the pointee type or, for ``template <typename T>``, the
+  op's element type;
+- an integer: what ``--size NAME=INPUT.size|INPUT.shape[K]|N`` says, an attribute when
+  ``--attr NAME:TYPE=DEFAULT`` names it, else, when named like an element count (``n``, ``size``,
+  ``numel``...), the first input's element count; any other integer is asked about;
+- a floating-point scalar an attribute (``--attr NAME:TYPE=DEFAULT`` gives its default);
+- a ``cudaStream_t`` the call's stream;
+- a struct passed by value: each field by the same rules, filled in before the launch.
+
+A function (or struct) inside a namespace is named with it (``my::inner::scale``): the launch
+code is outside the user's namespaces.
+
+A tensor whose dims ``--size`` reads (``INPUT.shape[K]``) must have them: the launch function
+checks its rank before the call, and ``reference.example_inputs`` starts with inputs of that rank.
+
+What cannot be told from the source is asked for with one of those flags, in a one-line error.
+The spec records where the kernel came from (``[from]``), so ``xlacc update`` reads it again; it
+refuses, naming what to change in xlacc.toml, when the kernel's parameters no longer match the op
+there (:func:`check_spec`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xlacc.ground import paths
+from xlacc.ground.errors import UsageError
+from xlacc.readers import cxx
+
+# The C types of kernel parameters, and the xlacc dtype each holds.
+C_DTYPES = {
+    "float": "f32", "double": "f64", "half": "f16", "__half": "f16", "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16",
+    "int": "i32", "int32_t": "i32", "std::int32_t": "i32", "int64_t": "i64", "std::int64_t": "i64", "long long": "i64", "long": "i64",
+}  # fmt: skip
+INTEGER_TYPES = frozenset(
+    {"int", "unsigned", "unsigned int", "int32_t", "uint32_t", "int64_t", "uint64_t", "size_t", "long", "long long",
+     "unsigned long", "std::size_t", "std::int32_t", "std::int64_t", "std::uint32_t", "std::uint64_t"}
+)  # fmt: skip
+WIDE_INTEGERS = frozenset({"int64_t", "uint64_t", "size_t", "long", "long long", "unsigned long", "std::size_t", "std::int64_t", "std::uint64_t"})
+FLOAT_TYPES = {"float": "f32", "double": "f64"}
+STREAM_TYPES = frozenset({"cudaStream_t", "CUstream", "cudaStream_t&"})
+# An integer parameter with one of these names is the number of elements of the first input.
+ELEMENT_COUNT = re.compile(r"^(n|size|numel|count|len|length|elements|num_elements|total|total_size|N)$")
+SIZE_EXPRESSION = re.compile(r"^(?:(?P<tensor>[A-Za-z_]\w*)\.(?:(?P<size>size|numel)|shape\[(?P<dim>-?\d)\])|(?P<literal>\d{1,12}))$")
+THREADS = 256
+# The shape of an example input whose dims a --size reads: (rows, 128), (rows, 4, 128)...
+EXAMPLE_LAST_DIM, EXAMPLE_MIDDLE_DIM = 128, 4
+MAX_KERNEL_BYTES = 2_000_000  # parsing takes about 0.5 s and 100 MB a megabyte
+
+
+@dataclass(frozen=True)
+class Asking:
+    """How an error names what the user gives: `xlacc new`'s flags, or, for `xlacc update`, xlacc.toml."""
+
+    source: str
+    kernel: str
+    size: str
+    size_value: str
+    place_integer: str
+
+
+FLAGS = Asking(
+    source="--from {path}",
+    kernel="--kernel {name}",
+    size="--size {name}",
+    size_value="--size {name}={expression}",
+    place_integer="pass --size {name}=INPUT.size (or INPUT.shape[K], or a number), or --attr {name}:{dtype}=VALUE",
+)
+SPEC = Asking(
+    source="{path} ([from] file in xlacc.toml)",
+    kernel='[from] kernel = "{name}" in xlacc.toml',
+    size="[from] sizes.{name} in xlacc.toml",
+    size_value='[from] sizes.{name} = "{expression}" in xlacc.toml',
+    place_integer='add {name} = "INPUT.size" (or "INPUT.shape[K]", or "N") to [from] sizes in xlacc.toml, '
+    'or an [[attrs]] table with name = "{name}" and type = "{dtype}"',
+)
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of the wrapped call: how the launch function computes it."""
+
+    name: str  # the parameter's name
+    kind: str  # input | output | size | attr | stream | struct
+    c_type: str  # the parameter's base type as written (T for the op's element type)
+    expression: str  # the C++ expression passed
+    dtype: str = ""  # tensors and attrs
+    value: str = ""  # a size's value before the cast to the parameter's type
+    fields: tuple[Argument, ...] = ()  # a struct's fields, filled before the call
+
+
+@dataclass
+class Wrapped:
+    """What the generated launch function does, and the op's signature, from the kernel's source."""
+
+    function: str
+    callee: str  # how the launch code names it: with the namespaces it is defined in (``my::scale``)
+    is_kernel: bool  # __global__: launched with <<<...>>>; else called
+    template: bool  # instantiated with the op's element type T
+    returns_error: bool  # a host function returning cudaError_t
+    arguments: list[Argument] = field(default_factory=list)
+    sizes: dict[str, str] = field(default_factory=dict)  # --size: parameter -> INPUT.size | INPUT.shape[K] | N
+
+    def tensors(self, kind: str) -> list[Argument]:
+        return [a for a in self._flat() if a.kind == kind]
+
+    def attrs(self) -> list[Argument]:
+        return [a for a in self._flat() if a.kind == "attr"]
+
+    def _flat(self) -> list[Argument]:
+        return [f for a in self.arguments for f in (a.fields if a.kind == "struct" else (a,))]
+
+    @property
+    def element_count(self) -> str:
+        """What the grid covers: the first size argument, else the first output's element count."""
+        size = next((a.value for a in self._flat() if a.kind == "size"), None)
+        return size or f"{self.tensors('output')[0].name}.numel()"
+
+    def dims_read(self) -> dict[str, list[tuple[str, int]]]:
+        """Tensor -> (parameter, K) for each ``--size PARAMETER=TENSOR.shape[K]``."""
+        reads: dict[str, list[tuple[str, int]]] = {}
+        for name, expression in self.sizes.items():
+            match = SIZE_EXPRESSION.match(expression)
+            if match and match.group("dim") is not None:
+                reads.setdefault(match.group("tensor"), []).append((name, int(match.group("dim"))))
+        return {tensor: sorted(dims, key=lambda read: (read[1] < 0, read[1])) for tensor, dims in reads.items()}
+
+    def rank_checks(self) -> list[tuple[str, int, str]]:
+        """(tensor, the fewest dims it may have, the size that reads the last of them), for the launch to
+        check before the kernel reads a dim the tensor lacks (``dim(K)`` of a smaller tensor is 0)."""
+        checks = []
+        for tensor, reads in self.dims_read().items():
+            name, dim = max(reads, key=lambda read: _rank_needed(read[1]))
+            checks.append((tensor, _rank_needed(dim), f"{name} is {tensor}.shape[{dim}]"))
+        return checks
+
+    def example_shapes(self, spec) -> dict[str, tuple[str, str]]:
+        """Input -> (its shape in reference.example_inputs as Python over `size`, a comment).
+
+        An input whose dims the sizes read (or an output shaped like it does) gets as many dims as
+        they need; every other input is shaped like the one with the most dims, so that the kernel
+        finds as many elements in it as in the inputs xlacc can tell the shape of."""
+        reads = self.dims_read()
+        for output in spec.outputs:
+            if output.like:
+                reads.setdefault(output.like, []).extend(reads.get(output.name, []))
+        inputs = [t.name for t in spec.inputs]
+        ranks = {name: max((_rank_needed(dim) for _, dim in reads.get(name, [])), default=0) for name in inputs}
+        lead = max(inputs, key=lambda name: ranks[name])
+        shapes = {}
+        for name in inputs:
+            if ranks[name]:
+                read = ", ".join(f"{size} = shape[{dim}]" for size, dim in reads[name])
+                shapes[name] = (example_shape(ranks[name]), f"{name}: {read}")
+            elif ranks[lead]:
+                shapes[name] = (example_shape(ranks[lead]), f"{name}: shaped like {lead} (xlacc cannot tell its shape)")
+            else:
+                shapes[name] = (example_shape(1), name)
+        return shapes
+
+
+def _rank_needed(dim: int) -> int:
+    """shape[K] exists for K + 1 dims or more; shape[-K] for K."""
+    return dim + 1 if dim >= 0 else -dim
+
+
+def example_shape(rank: int) -> str:
+    """About `size` elements in `rank` dims, as Python: ``(size,)``, ``(max(1, size // 128), 128)``,
+    ``(max(1, size // 512), 4, 128)``..."""
+    if rank <= 1:
+        return "(size,)"
+    inner = [EXAMPLE_MIDDLE_DIM] * (rank - 2) + [EXAMPLE_LAST_DIM]
+    return f"(max(1, size // {math.prod(inner)}), {', '.join(map(str, inner))})"
+
+
+def read(path: Path, function: str | None, sizes: dict[str, str], attrs: set[str] = frozenset(), asking: Asking = FLAGS) -> Wrapped:
+    """Read ``path`` and describe how to wrap ``function`` (the only kernel when None)."""
+    where = asking.source.format(path=path)
+    try:
+        text = paths.read_user_file(path, MAX_KERNEL_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{where}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    except UsageError as exc:
+        raise UsageError(asking.source.format(path=exc)) from None
+    source = cxx.parse(path.name, text)
+    chosen = _choose(source, path, function, asking)
+    if any(not re.match(r"^(typename|class)\s+\w+$", p) for p in chosen.template_params) or len(chosen.template_params) > 1:
+        raise UsageError(
+            f"{where}: {chosen.short_name} has template parameters {', '.join(chosen.template_params)}; "
+            "xlacc instantiates one type parameter with the op's element type: wrap an instantiation in a function of yours and name it with --kernel"
+        )
+    element_type = chosen.template_params[0].split()[-1] if chosen.template_params else None
+    mapper = _Mapper(where, chosen.short_name, source, sizes, element_type, attrs, asking)
+    arguments = [mapper.argument(p) for p in chosen.params]
+    if not any(a.kind == "output" for a in (f for a in arguments for f in (a.fields or (a,)))):
+        raise UsageError(f"{where}: {chosen.short_name} has no non-const pointer parameter, so no output: its results must go somewhere")
+    unused = sorted(set(sizes) - mapper.used_sizes)
+    if unused:
+        raise UsageError(f"{asking.size.format(name=unused[0])}: {chosen.short_name} has no integer parameter of that name")
+    tensors = {a.name for a in (f for a in arguments for f in (a.fields or (a,))) if a.kind in ("input", "output")}
+    for name, expression in sizes.items():
+        referenced = SIZE_EXPRESSION.match(expression).group("tensor")
+        if referenced is not None and referenced not in tensors:
+            raise UsageError(
+                f"{asking.size_value.format(name=name, expression=expression)}: {referenced!r} is not a tensor of {chosen.short_name} ({', '.join(sorted(tensors))})"
+            )
+    callee, arguments = _in_namespaces(text, chosen, arguments)
+    return Wrapped(
+        function=chosen.short_name,
+        callee=callee,
+        is_kernel=chosen.is_kernel,
+        template=element_type is not None,
+        returns_error=chosen.return_type.replace("const ", "").strip() in ("cudaError_t", "cudaError"),
+        arguments=arguments,
+        sizes=dict(sizes),
+    )
+
+
+def _in_namespaces(text: str, function, arguments: list[Argument]) -> tuple[str, list[Argument]]:
+    """How code outside every namespace names ``function`` (``outer::inner::name``), and the
+    arguments with each struct's type named so too. An anonymous namespace adds nothing: its names
+    are seen from the one around it."""
+    if function.from_macro is not None:  # its offsets are in the macro's expansion, not in ``text``
+        return function.name, arguments
+    root = cxx._parser().parse(text.encode("utf-8", errors="replace")).root_node
+    start = function.body_range[0]
+    callee = _namespace_of(root.descendant_for_byte_range(start, start)) + function.name
+    scoped = [
+        dataclasses.replace(a, c_type=_namespace_of(_struct_node(root, a.c_type)) + a.c_type) if a.kind == "struct" and "::" not in a.c_type else a
+        for a in arguments
+    ]
+    return callee, scoped
+
+
+def _namespace_of(node) -> str:
+    """``outer::inner::`` for a syntax node inside those namespaces ("" for None or outside any)."""
+    scopes = []
+    while node is not None:
+        name = node.child_by_field_name("name") if node.type == "namespace_definition" else None
+        if name is not None:
+            scopes.append(name.text.decode("utf-8", "replace") + "::")
+        node = node.parent
+    return "".join(reversed(scopes))
+
+
+def _struct_node(root, name: str):
+    """The definition of struct (or class) ``name``: the first with a body."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.type in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None:
+            found = node.child_by_field_name("name")
+            if found is not None and found.text.decode("utf-8", "replace") == name:
+                return node
+        pending.extend(reversed([child for child in node.children if child.type in cxx.CONTAINERS]))
+    return None
+
+
+def _choose(source, path: Path, function: str | None, asking: Asking = FLAGS):
+    kernels = source.kernels()
+    launchers = [f for f in source.host_functions() if _takes_stream(f) and _launched_by(f, kernels) and _passable(f, source)]
+    candidates = launchers + kernels if kernels else [f for f in source.host_functions() if any(p.is_pointer for p in f.params)]
+    if function is not None:
+        found = source.function(function)
+        if found is None:
+            known = ", ".join(f.short_name for f in candidates) or "none"
+            raise UsageError(f"{asking.kernel.format(name=function)}: no function of that name in {path} (functions it could wrap: {known})")
+        return found
+    if len(launchers) == 1 and len(_launched_by(launchers[0], kernels)) == len(kernels):
+        return launchers[0]  # the user's own launch of every kernel: its grid, not xlacc's guess
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise UsageError(f"{asking.source.format(path=path)}: no __global__ kernel and no function taking pointers to wrap")
+    names = ", ".join(f.short_name for f in candidates)
+    raise UsageError(f"{asking.source.format(path=path)}: it defines {len(candidates)} functions it could wrap ({names}); pick one with --kernel NAME")
+
+
+def _takes_stream(function) -> bool:
+    return any(p.base_type in STREAM_TYPES for p in function.params)
+
+
+def _passable(function, source) -> bool:
+    """Every parameter is of a type xlacc passes: a flat buffer of a known element type, a stream, a
+    number, a struct of the file (not an XLA handler's ``void** buffers`` or ``ffi::Buffer``)."""
+    element = function.template_params[0].split()[-1] if function.template_params else None
+    scalars = INTEGER_TYPES | STREAM_TYPES | set(FLOAT_TYPES) | {element}
+    return all(
+        (p.pointer_depth == 1 and (p.base_type in C_DTYPES or p.base_type == element))
+        if p.is_pointer
+        else (p.base_type in scalars or source.struct(p.base_type) is not None)
+        for p in function.params
+    )
+
+
+def _launched_by(host, kernels) -> list:
+    """The kernels ``host`` launches: with ``<<<...>>>``, or by name in a call (``cudaLaunchKernel(k, ...)``)."""
+    launched = {launch.short_kernel for launch in host.launches}
+    named = {word for call in host.calls for arg in call.args for word in re.findall(r"\w+", arg)}
+    return [k for k in kernels if k.short_name in launched or k.short_name in named]
+
+
+class _Mapper:
+    """Turns a parameter (or a struct field) into an argument of the call."""
+
+    def __init__(self, where: str, function: str, source, sizes: dict[str, str], element_type: str | None, attrs: set[str], asking: Asking):
+        self.where, self.function, self.source = where, function, source
+        self.sizes, self.element_type, self.attrs, self.asking = sizes, element_type, attrs, asking
+        self.used_sizes: set[str] = set()
+        self.first_input: str | None = None
+
+    def fail(self, name: str, message: str) -> UsageError:
+        return UsageError(f"{self.where}: {self.function}'s parameter `{name}` {message}")
+
+    def argument(self, param, owner: str = "") -> Argument:
+        name = param.name or "unnamed"
+        if not param.name:
+            raise self.fail(name, "has no name; name it in the kernel's declaration")
+        base = param.base_type
+        if param.is_pointer:
+            return self.tensor(param, name, base)
+        if base in STREAM_TYPES:
+            return Argument(name, "stream", base, "stream")
+        struct = self.source.struct(base)
+        if struct is not None and not owner:
+            fields = tuple(self.argument(f, owner=name) for f in struct.fields)
+            return Argument(name, "struct", base, name, fields=fields)
+        if base in INTEGER_TYPES:
+            return self.integer(name, base)
+        if base == self.element_type:  # a scalar of the op's element type: an f32 attribute, converted
+            return Argument(name, "attr", base, f"xlacc::from_acc<T>(static_cast<xlacc::acc_t<T>>({name}))", "f32")
+        if base in FLOAT_TYPES:
+            return Argument(name, "attr", base, f"static_cast<{base}>({name})", FLOAT_TYPES[base])
+        raise self.fail(name, f"has type `{param.type}`, which xlacc cannot pass: wrap the kernel in a function of yours that takes tensors and numbers")
+
+    def tensor(self, param, name: str, base: str) -> Argument:
+        if param.pointer_depth != 1:
+            raise self.fail(name, f"is `{param.type}`: only flat buffers (one level of pointer) map to tensors")
+        if base == self.element_type:
+            dtype, c_type = "T", "T"
+        elif base in C_DTYPES:
+            dtype, c_type = C_DTYPES[base], base
+        else:
+            raise self.fail(name, f"points to `{base}`; xlacc knows buffers of {', '.join(sorted(C_DTYPES))} or the template's type")
+        kind = "input" if param.const_pointee else "output"
+        if kind == "input" and self.first_input is None:
+            self.first_input = name
+        cast = "const " if kind == "input" else ""
+        element = "T" if dtype == "T" else base
+        return Argument(name, kind, c_type, f"{name}.data<{cast}{element}>()" if cast else f"{name}.data<{element}>()", dtype)
+
+    def integer(self, name: str, base: str) -> Argument:
+        if name in self.sizes:
+            self.used_sizes.add(name)
+            return self.size(name, base, size_expression(self.sizes[name], name, self.asking))
+        if name in self.attrs:
+            return Argument(name, "attr", base, f"static_cast<{base}>({name})", "i64" if base in WIDE_INTEGERS else "i32")
+        if ELEMENT_COUNT.match(name) and self.first_input is not None:
+            return self.size(name, base, f"{self.first_input}.numel()")
+        dtype = "i64" if base in WIDE_INTEGERS else "i32"
+        raise self.fail(name, f"is an integer xlacc cannot place: {self.asking.place_integer.format(name=name, dtype=dtype)}")
+
+    def size(self, name: str, base: str, value: str) -> Argument:
+        return Argument(name, "size", base, f"static_cast<{base}>({value})", value=value)
+
+
+def size_expression(text: str, name: str, asking: Asking = FLAGS) -> str:
+    """``x.size`` / ``x.numel`` -> ``x.numel()``; ``x.shape[1]`` -> ``x.dim(1)``; ``128`` -> ``128``."""
+    match = SIZE_EXPRESSION.match(text.strip())
+    if not match:
+        raise UsageError(f"{asking.size_value.format(name=name, expression=text)}: use INPUT.size, INPUT.shape[K] or a whole number")
+    if match.group("literal"):
+        return match.group("literal")
+    tensor = match.group("tensor")
+    return f"{tensor}.numel()" if match.group("size") else f"{tensor}.dim({match.group('dim')})"
+
+
+def parse_sizes(values: list[str]) -> dict[str, str]:
+    sizes = {}
+    for value in values:
+        name, eq, expression = value.partition("=")
+        if not eq or not re.match(r"^[A-Za-z_]\w*$", name.strip()):
+            raise UsageError(f"--size {value!r}: use NAME=INPUT.size, NAME=INPUT.shape[K] or NAME=N")
+        size_expression(expression, name.strip())  # validates
+        sizes[name.strip()] = expression.strip()
+    return sizes
+
+
+def check_spec(spec) -> None:
+    """`xlacc update`: the wrapped function's parameters must still be the op's tensors and attributes.
+
+    xlacc.toml is the user's, and update rewrites none of it but its record, so a parameter the
+    kernel gained or lost is a one-line error saying what to change there, before anything is
+    written (regenerating would call the kernel with a tensor no entry point receives)."""
+    origin = spec.origin
+    path = Path(os.path.normpath(spec.root / origin.file))
+    wrapped = read(path, origin.function, dict(origin.sizes), {a.name for a in spec.attrs}, SPEC)
+    changes = _tensor_changes(spec, wrapped, "input") + _tensor_changes(spec, wrapped, "output") + _attr_changes(spec, wrapped)
+    if changes:
+        raise UsageError(f"{origin.function} in {origin.file} no longer matches xlacc.toml: {'; '.join(changes)}; then run `xlacc update` again")
+
+
+def _tensor_changes(spec, wrapped: Wrapped, kind: str) -> list[str]:
+    table = f"[[{kind}s]]"
+    declared = {t.name: t for t in (spec.inputs if kind == "input" else spec.outputs)}
+    taken = {a.name: a for a in wrapped.tensors(kind)}
+    changes = []
+    for name, argument in taken.items():
+        dtype = list(spec.op_dtypes) if argument.dtype == "T" else [argument.dtype]
+        if name not in declared:
+            keys = {"name": name, "dtype": dtype[0] if len(dtype) == 1 else dtype} | ({"shape": spec.inputs[0].name} if kind == "output" else {})
+            changes.append(f"it takes an {kind} `{name}`: add a {table} table with {_keys(keys)}")
+        elif argument.dtype != "T" and list(declared[name].dtypes) != dtype:
+            changes.append(f"its {kind} `{name}` holds {argument.dtype} now: set dtype = \"{argument.dtype}\" in its {table} table")
+    changes += [f"it takes no {kind} `{name}` any more: remove its {table} table" for name in declared if name not in taken]
+    return changes
+
+
+def _attr_changes(spec, wrapped: Wrapped) -> list[str]:
+    declared = {a.name for a in spec.attrs}
+    taken = {a.name: a.dtype for a in wrapped.attrs()}
+    changes = [f"it takes a scalar `{name}`: add an [[attrs]] table with {_keys({'name': name, 'type': dtype})}" for name, dtype in taken.items() if name not in declared]
+    return changes + [f"it takes no scalar `{name}` any more: remove its [[attrs]] table" for name in sorted(declared - set(taken))]
+
+
+def _keys(table: dict) -> str:
+    """``name = "x", dtype = "f32" and shape = "y"``: a table's keys in a sentence (JSON strings and lists are TOML's)."""
+    pairs = [f"{key} = {json.dumps(value)}" for key, value in table.items()]
+    return ", ".join(pairs[:-1]) + " and " + pairs[-1]

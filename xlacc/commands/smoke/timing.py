@@ -1,0 +1,60 @@
+"""Timing a call in a child process: back-to-back calls waited on once per sample, so that a short
+kernel is timed rather than the host's dispatch and wait; and whether the host was the bound."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, NamedTuple
+
+BENCH_WARMUP = 3
+BENCH_MIN_SAMPLES = 5
+BENCH_MAX_SAMPLES = 50
+BENCH_SECONDS = 2.0
+BENCH_SAMPLE_SECONDS = 0.002
+BENCH_MAX_REPS = 1000
+HOST_BOUND_SHARE = 0.98  # of a call's time spent queueing it: the GPU waited on the host, not the host on the GPU
+
+
+class Timing(NamedTuple):
+    seconds: float  # median seconds per call, in a queue of calls
+    samples: int
+    queued: float  # median seconds the host took to queue one call
+
+    @property
+    def host_bound(self) -> bool:
+        """The host queued the calls no faster than the device ran them: the time is the
+        dispatch's, not the kernel's."""
+        return self.queued >= HOST_BOUND_SHARE * self.seconds
+
+
+def time_call(function: Any, args: list[Any], wait: Any = None, sample_seconds: float = BENCH_SAMPLE_SECONDS) -> Timing:
+    """Seconds per call after warm-up. Each sample runs the call back to back enough times to last
+    ``sample_seconds`` and waits once at the end, so a short kernel is timed, not the host's
+    dispatch and wait. ``wait(result)`` blocks until a result is computed (default:
+    jax.block_until_ready)."""
+    import jax
+
+    wait = wait or jax.block_until_ready
+    for _ in range(BENCH_WARMUP):
+        wait(function(*args))
+    reps = calls_per_sample(function, args, wait, sample_seconds)
+    samples: list[float] = []
+    queued: list[float] = []
+    deadline = time.perf_counter() + BENCH_SECONDS
+    while len(samples) < BENCH_MIN_SAMPLES or (len(samples) < BENCH_MAX_SAMPLES and time.perf_counter() < deadline):
+        start = time.perf_counter()
+        for _ in range(reps - 1):
+            function(*args)
+        last = function(*args)
+        queued.append((time.perf_counter() - start) / reps)
+        wait(last)
+        samples.append((time.perf_counter() - start) / reps)
+    return Timing(statistics.median(samples), len(samples), statistics.median(queued))
+
+
+def calls_per_sample(function: Any, args: list[Any], wait: Any, sample_seconds: float = BENCH_SAMPLE_SECONDS) -> int:
+    start = time.perf_counter()
+    wait(function(*args))
+    once = max(time.perf_counter() - start, 1e-7)
+    return int(min(BENCH_MAX_REPS, max(1, sample_seconds // once)))

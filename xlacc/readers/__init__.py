@@ -1,0 +1,2 @@
+"""Readers: what a file says, without compiling, importing or running it. Shared libraries (ELF
+tables, exports, the fatbin's GPU code), C/C++/CUDA and Python sources, HLO and StableHLO text."""
