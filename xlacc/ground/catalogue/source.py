@@ -1,0 +1,112 @@
+"""Finding codes about kernels and entry points in source."""
+
+from xlacc.ground.catalogue.entry import CatalogueEntry
+
+ENTRIES: tuple[CatalogueEntry, ...] = (
+    CatalogueEntry(
+        "hardcoded-size",
+        "source",
+        "error",
+        "element count fixed in the entry point",
+        "The entry point (or the launch function it runs) passes a constant element count to the kernel instead of "
+        "reading it from the call: other shapes are computed partly or written out of bounds.",
+        "Read sizes from the call: an xlacc launch function from its tensors (`x.numel()`, `x.dim(i)`); typed FFI "
+        "handlers from their buffers (`buffer.element_count()`, `buffer.dimensions()`); legacy entry points parse "
+        "them from backend_config (`opaque`, `opaque_len`).",
+        "`const int size = 3;` then `SimpleAddKernel<<<blocks, threads, 0, stream>>>(a, b, out, size);`",
+    ),
+    CatalogueEntry(
+        "stream-ignored",
+        "source",
+        "error",
+        "kernel launched on the default stream, not XLA's",
+        "XLA hands the entry point the stream its work is ordered on; a launch without it (`<<<grid, block>>>`) "
+        "runs on the legacy default stream: unordered with XLA's buffers, and it breaks CUDA-graph capture.",
+        "Launch with `<<<grid, block, shared_bytes, stream>>>`, or pass the stream to the launch call "
+        "(`xlacc::launch(kernel, grid, block, shared_bytes, stream, ...)`, `cudaLaunchKernel(kernel, grid, block, "
+        "args, shared_bytes, stream)`); a typed handler binds the stream with `.Ctx<ffi::PlatformStream<cudaStream_t>>()`.",
+        "`SimpleAddKernel<<<blocks, threads>>>(a, b, out, n);` inside `void f(cudaStream_t stream, void** buffers, ...)`",
+    ),
+    CatalogueEntry(
+        "unchecked-launch",
+        "source",
+        "warning",
+        "kernel launch not checked",
+        "A launch that fails (no kernel image for this GPU, a bad grid) leaves the outputs untouched and "
+        "raises no error anywhere.",
+        "Read the launch's error right after it and return it: a launch function returning xlacc::Status ends with "
+        "`return xlacc::launch_status(\"kernel\");`; a typed FFI handler returns "
+        "`ffi::Error::Internal(cudaGetErrorString(err))` when `cudaError_t err = cudaGetLastError();` is not cudaSuccess; "
+        "a legacy entry point passes that message to `XlaCustomCallStatusSetFailure(status, message, length)`.",
+        "`kernel<<<g, b, 0, stream>>>(...);` as the last line of the entry point",
+    ),
+    CatalogueEntry(
+        "host-sync-in-handler",
+        "source",
+        "warning",
+        "synchronisation or allocation inside a handler",
+        "Handlers run asynchronously on XLA's stream, and with `kCmdBufferCompatible` inside CUDA-graph capture: "
+        "cudaDeviceSynchronize/cudaStreamSynchronize/cudaMemcpy stall the pipeline and fail under capture "
+        "(`operation not permitted when stream is capturing`), cudaMalloc/cudaFree synchronise the device.",
+        "Drop the synchronisation (XLA orders the stream); get scratch memory from XLA (a scratch result, or "
+        "`ffi::ScratchAllocator`) or allocate once outside the handler.",
+        "`cudaDeviceSynchronize();` inside `XlaGpuSimpleAdd(cudaStream_t stream, void** buffers, ...)`",
+    ),
+    CatalogueEntry(
+        "buffer-order",
+        "source",
+        "error",
+        "a legacy entry point reads and writes its buffers in the wrong order",
+        "A legacy custom call gets one array of pointers: the operands first, in call order, then the results. "
+        "Writing `buffers[i]` with i below the operand count overwrites an input XLA may still use, and reading "
+        "a result slot as an input reads uninitialised memory.",
+        "Index operands 0..N-1 and results N.. (N = the number of operands of the call); a typed FFI handler "
+        "(`.Arg<>()`/`.Ret<>()`) cannot mix them up.",
+        "`float* out = (float*)buffers[0]; const float* x = (const float*)buffers[1];` for a call with one operand",
+    ),
+    CatalogueEntry(
+        "opaque-unchecked",
+        "source",
+        "warning",
+        "backend_config read as a struct without checking its length",
+        "The entry point copies or casts `opaque` to a struct and never compares `opaque_len` with its size: a "
+        "call with another (or an empty) backend_config makes it read past the string.",
+        "Check first: `if (opaque_len != sizeof(Desc)) { XlaCustomCallStatusSetFailure(status, ...); return; }` "
+        "(typed FFI: pass the sizes as attributes instead).",
+        "`std::memcpy(&desc, opaque, sizeof(desc));` in an entry point that never reads `opaque_len`",
+    ),
+    CatalogueEntry(
+        "exception-escapes",
+        "source",
+        "warning",
+        "a C++ exception can leave an entry point",
+        "XLA calls entry points from C code built without exception handling: an exception thrown inside one "
+        "(directly or by a function it calls) is not caught and ends the process with std::terminate (SIGABRT) "
+        "instead of reporting an error.",
+        "Catch inside the entry point and report the failure: `XlaCustomCallStatusSetFailure(status, msg, len)` "
+        "(legacy) or `return ffi::Error::Internal(msg)` (typed FFI).",
+        "`throw std::runtime_error(cudaGetErrorString(err));` in a function an entry point calls",
+    ),
+    CatalogueEntry(
+        "ld-preload",
+        "source",
+        "warning",
+        "relying on LD_PRELOAD to provide a target",
+        "Loading a library registers nothing: XLA never searches the process for a symbol named like the "
+        "target. Its registries are filled only by a registration call (`jax.ffi.register_ffi_target`, "
+        "`_xla_register_custom_call_target`) in the process that compiles the program.",
+        "Load the library with ctypes and register the entry point explicitly, before the first call.",
+        "`LD_PRELOAD=./xla_gpu_custom_ops.so python test_script.py`",
+    ),
+    CatalogueEntry(
+        "op-optimized-away",
+        "source",
+        "warning",
+        "the op compiles to no custom call",
+        "An XLA implementation that returns a constant (`torch.zeros_like(x)`) is constant-folded: the HLO "
+        "shows a broadcast, no custom-call, and no kernel ever runs.",
+        "Make the XLA implementation call `torch_xla._XLAC._xla_custom_call(...)` (or `jax.ffi.ffi_call`) and "
+        "return its result; `_get_xla_tensors_hlo([out])` must show `custom_call_target=\"...\"`.",
+        "`@impl(lib, \"paged_attention\", \"XLA\")` whose body is `return torch.zeros_like(query)`",
+    ),
+)
