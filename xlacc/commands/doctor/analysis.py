@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from xlacc.commands.doctor.guard import run_rule
 from xlacc.commands.doctor.inputs import SourceFile
 from xlacc.commands.doctor.program import Program
 from xlacc.commands.doctor.rules import crossfile, kernel, python
@@ -26,6 +27,7 @@ class SourceReport:
     cross: list[Finding]
     program: Program
     unreadable: set[str]  # Python files about custom calls that do not parse: their facts are missing
+    crashes: list[Finding]  # rule-crashed: a rule that raised, while the others ran
 
 
 def _summary(parts: dict[str, int]) -> str:
@@ -43,7 +45,8 @@ def analyze(files: list[SourceFile]) -> SourceReport:
     hidden_build = next((f.group for f in files if f.kind == "sh" and HIDDEN_VISIBILITY_FLAG.search(f.text)), None)
     looked_up = {symbol for facts in program.facts for symbol in facts.symbol_refs}
     looked_up |= {symbol for facts in program.facts for reg in facts.registrations for symbol in reg.symbols}
-    for group, findings in kernel.kernel_findings(program, looked_up, hidden_build).items():
+    crashes: list[Finding] = []
+    for group, findings in run_rule(kernel.kernel_findings, program, looked_up, hidden_build, empty={}, crashes=crashes).items():
         by_group[group].extend(findings)
     for source in program.sources:
         count(source.name, "entry point", sum(1 for e in program.entries if e.origin is source))
@@ -51,7 +54,7 @@ def analyze(files: list[SourceFile]) -> SourceReport:
     python_texts = {f.group: f.text for f in files if f.kind == "py"}
     unreadable = set()
     for facts in program.facts:
-        by_group[facts.name].extend(python.python_findings(facts))
+        by_group[facts.name].extend(run_rule(python.python_findings, facts, empty=[], crashes=crashes))
         count(facts.name, "registration", len(facts.registrations))
         count(facts.name, "custom call", len(facts.calls))
         if facts.syntax_error:
@@ -60,5 +63,6 @@ def analyze(files: list[SourceFile]) -> SourceReport:
                 unreadable.add(facts.name)
     for file in files:
         if file.kind in ("py", "sh"):
-            by_group[file.group].extend(python.ld_preload_findings(file))
-    return SourceReport(by_group, {g: _summary(c) for g, c in counts.items()}, crossfile.cross_findings(program), program, unreadable)
+            by_group[file.group].extend(run_rule(python.ld_preload_findings, file, empty=[], crashes=crashes))
+    cross = run_rule(crossfile.cross_findings, program, empty=[], crashes=crashes)
+    return SourceReport(by_group, {g: _summary(c) for g, c in counts.items()}, cross, program, unreadable, crashes)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from xlacc import spec as spec_module
 from xlacc.commands.doctor import analysis, command, inputs
 from xlacc.commands.doctor.command import KILL_GRACE_S
+from xlacc.commands.doctor.guard import run_rule
 from xlacc.commands.doctor.inputs import SourceFile
 from xlacc.commands.doctor.rules import environment, hlo, hlo_sharding, library, project
 from xlacc.commands.doctor.rules import error_text as text
@@ -275,12 +276,13 @@ def _source_sections(gathered: _Inputs) -> list[Section]:
             detail += ": its registrations and calls cannot be checked until it parses"
         sections.append(Section(f"{'file' if group in documents else 'source'} {group}", detail, findings, failed=unreadable))
     if gathered.sources:
-        sections.append(Section("entry points vs registrations and calls", "", report.cross))
+        sections.append(Section("entry points vs registrations and calls", "", report.cross + report.crashes))
     return sections
 
 
 def _project_section(spec) -> Section:
-    findings = project.findings(spec)
+    findings: list[Finding] = []
+    findings += run_rule(project.findings, spec, empty=[], crashes=findings)
     mismatches = drift.kernel_launch_mismatches(spec)  # a compile error to come: only the user can fix the kernel
     detail = "; ".join(mismatches) or ("" if findings else "the spec matches its generated code")
     return Section(f"project {spec.name}", detail, findings, failed=bool(mismatches))
@@ -289,10 +291,11 @@ def _project_section(spec) -> Section:
 def _document_findings(name: str, content: str) -> list[Finding]:
     """A note or log: the text rules over all of it; the HLO check per block when it has blocks."""
     blocks = inputs.code_blocks(name, content)
-    findings = text.diagnose_text(content, hlo=not blocks)
+    findings: list[Finding] = []
+    findings += run_rule(text.diagnose_text, content, hlo=not blocks, empty=[], crashes=findings)
     for block in blocks:
         if block.kind == "text":
-            findings += hlo.diagnose_hlo(block.text, where=block.name)
+            findings += run_rule(hlo.diagnose_hlo, block.text, where=block.name, empty=[], crashes=findings)
     return findings
 
 
@@ -310,7 +313,9 @@ def _library_sections(request: DoctorRequest, gathered: _Inputs) -> list[Section
     sections = [Section(f"shared object {p}", "not built yet: run `xlacc build`", skipped=True) for p in gathered.unbuilt if p not in paths]
     built_from = {spec.library: spec for spec in gathered.specs}
     for path in dict.fromkeys(paths):
-        checked = library.check_library(path, symbols, request.arch, symbols_from)
+        crashes: list[Finding] = []
+        checked = run_rule(library.check_library, path, symbols, request.arch, symbols_from, empty=[], crashes=crashes)
+        checked = checked or ([Section(f"shared object {path}", "not checked", crashes)] if crashes else [])
         if path in built_from and checked:
             _mark_stale(checked[0], built_from[path])
         sections += checked
@@ -340,7 +345,9 @@ def _owning_spec(library: Path):
 def _dump_section(directory: Path) -> Section:
     """The compiled modules of an --xla_dump_to folder: custom calls fed by all-gathers."""
     modules = hlo_sharding.dump_modules(directory)
-    return Section(f"xla dump {directory}", f"{len(modules)} compiled modules", hlo_sharding.diagnose_dump(directory))
+    findings: list[Finding] = []
+    findings += run_rule(hlo_sharding.diagnose_dump, directory, empty=[], crashes=findings)
+    return Section(f"xla dump {directory}", f"{len(modules)} compiled modules", findings)
 
 
 def _log_section(log: str) -> Section:
@@ -348,7 +355,8 @@ def _log_section(log: str) -> Section:
         content, name = inputs.read_log(sys.stdin.buffer, text.interesting()), "stdin"
     else:
         content, name = inputs.read_log_file(Path(log), text.interesting()), log
-    findings = text.diagnose_text(content.text)
+    findings: list[Finding] = []
+    findings += run_rule(text.diagnose_text, content.text, empty=[], crashes=findings)
     detail = f"{content.lines} lines"
     if content.cut:
         detail += f" ({content.bytes / 1e6:.1f} MB; read the first and last lines and every line a rule names)"
@@ -359,9 +367,12 @@ def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], d
     env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated
     with cleanup:
         result = command.run(argv, timeout, text.interesting(), env=env)
-        run_findings = runtime.diagnose_output(result.output.text, result.returncode) + hlo_sharding.diagnose_dump(dump)
+        crashes: list[Finding] = []
+        run_findings = run_rule(runtime.diagnose_output, result.output.text, result.returncode, empty=[], crashes=crashes)
+        run_findings += run_rule(hlo_sharding.diagnose_dump, dump, empty=[], crashes=crashes)
     program_section, code_findings = _program_section(argv)
-    findings = runtime.rank_with_code(run_findings, code_findings, result.returncode)
+    findings = run_rule(runtime.rank_with_code, run_findings, code_findings, result.returncode, empty=run_findings + code_findings, crashes=crashes)
+    findings += crashes
     failed = result.returncode != 0
     sections = [Section(f"command {shlex.join(argv)}", _ended(result, timeout), findings, failed=failed)]
     if program_section is not None:
@@ -407,10 +418,10 @@ def _program_section(argv: list[str]) -> tuple[Section | None, list[Finding]]:
     paths, libraries = command.program_files(script, cwd)
     files = [SourceFile(str(p), inputs.kind_of(p), inputs.read_text(p), str(p)) for p in paths]
     report = analysis.analyze(files)
-    findings = [f for group in report.by_group.values() for f in group] + report.cross
+    findings = [f for group in report.by_group.values() for f in group] + report.cross + report.crashes
     looked_up = sorted({s for f in report.program.facts for s in f.symbol_refs} | {s for f in report.program.facts for r in f.registrations for s in r.symbols})
     for path in libraries:
-        for section in library.check_library(path, looked_up, None, "looked up by the script"):
+        for section in run_rule(library.check_library, path, looked_up, None, "looked up by the script", empty=[], crashes=findings):
             findings += section.findings
     detail = f"{len(files)} source{'s' if len(files) != 1 else ''}" + (f", {len(libraries)} librar{'ies' if len(libraries) != 1 else 'y'}" if libraries else "")
     return Section(f"program {script}", detail + " read before the run"), findings

@@ -52,4 +52,15 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "kernel files).",
         "`warning #20280-D: when \"-static-global-template-stub=true\" ... must have a definition in the current translation unit`",
     ),
+    CatalogueEntry(
+        "rule-crashed",
+        "project",
+        "error",
+        "one of doctor's rules failed on this input",
+        "A rule raised an exception instead of giving findings: a bug in xlacc, not in your code. The other "
+        "rules ran and their findings are shown; what this rule checks is unchecked.",
+        "Report it with the command you ran and, if you can share them, the files doctor read (the evidence "
+        "names the rule and the error); the other findings stand.",
+        "a rule meets input it was never written for and raises `IndexError: list index out of range`",
+    ),
 )

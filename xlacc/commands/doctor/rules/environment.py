@@ -21,13 +21,16 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from xlacc.commands.doctor.guard import run_rule
 from xlacc.commands.doctor.rules import error_text as text
 from xlacc.commands.doctor.section import Section
 from xlacc.ground import toolchain
 from xlacc.ground.catalogue import make
 from xlacc.ground.errors import XlaccError
+from xlacc.ground.report import Finding
 
 CUDA_PLUGINS = ("jax-cuda13-plugin", "jax-cuda12-plugin", "jax-cuda13-pjrt", "jax-cuda12-pjrt")
 INCLUDE_PATH_VARIABLES = ("CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH")
@@ -344,15 +347,23 @@ def gpu_section(gpus: list | None) -> Section:
 
 def check_environment() -> list[Section]:
     gpus = visible_gpus()
-    return [
-        python_section(),
-        jax_section(gpus),
-        ffi_headers_section(),
-        torch_section(),
-        torchax_section(gpus),
-        variable_section("PJRT_DEVICE"),
-        nvcc_section(),
-        host_compiler_section(),
-        gpu_section(gpus),
-        xla_flags_section(),
+    sections = [
+        ("Python", python_section, ()),
+        ("jax", jax_section, (gpus,)),
+        ("XLA FFI headers", ffi_headers_section, ()),
+        ("torch_xla", torch_section, ()),
+        ("torchax", torchax_section, (gpus,)),
+        ("PJRT_DEVICE", variable_section, ("PJRT_DEVICE",)),
+        ("nvcc", nvcc_section, ()),
+        ("host C++ compiler", host_compiler_section, ()),
+        ("GPUs", gpu_section, (gpus,)),
+        ("XLA_FLAGS", xla_flags_section, ()),
     ]
+    return [_guarded(name, section, *args) for name, section, args in sections]
+
+
+def _guarded(name: str, section: Callable[..., Section], *args) -> Section:
+    """One section of the environment; a check that raises is a rule-crashed finding in its place."""
+    crashes: list[Finding] = []
+    done = run_rule(section, *args, empty=None, crashes=crashes)
+    return done if done is not None else Section(name, "not checked", crashes)
