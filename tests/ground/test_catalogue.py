@@ -31,11 +31,12 @@ ISSUE_CODES = {
     "source": {"hardcoded-size", "stream-ignored", "unchecked-launch", "host-sync-in-handler", "ld-preload", "op-optimized-away",
                "buffer-order", "opaque-unchecked", "exception-escapes"},
     "runtime": {"kernel-crash", "cuda-init-before-fork", "torchax-no-lowering", "torchax-mixed-tensors"},
-    "project": {"spec-changed", "update-conflict", "template-stub-link", "example-inputs-ignore-size"},
+    "project": {"spec-changed", "update-conflict", "template-stub-link", "example-inputs-ignore-size", "rule-crashed"},
     "transforms": {"custom-call-replicated", "sharding-rule-missing", "vmap-method-missing", "grad-undefined"},
 }
-# Codes only `xlacc build` gives: its own tests show them (tests/test_builder.py).
-BUILD_CODES = ISSUE_CODES["build"]
+# Codes only `xlacc build` gives: its own tests show them (tests/commands/build/test_builder.py); and
+# rule-crashed, which only a rule with a bug gives (tests/commands/doctor/test_guard.py injects one).
+BUILD_CODES = ISSUE_CODES["build"] | {"rule-crashed"}
 # A literal code where a finding is made: make("code"), make_finding("code"), Cause("code"), a wording's key.
 EMITTED = re.compile(
     r"""(?:\bmake(?:_finding)?\(\s*|\bCause\(\s*|_CODES = \{[^}]*?:\s*)"([a-z][a-z0-9]*(?:-[a-z0-9]+)+)"|"([a-z][a-z0-9]*(?:-[a-z0-9]+)+)":\s*Wording\(""",
