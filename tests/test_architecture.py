@@ -72,3 +72,13 @@ def test_an_import_inside_a_function_says_why():
     ]
     assert not internal, "xlacc's own modules are imported at the top of a module:\n" + "\n".join(internal)
     assert not unexplained, f"say why each is imported late ({LAZY_REASON} ...):\n" + "\n".join(unexplained)
+
+
+def test_docs_architecture_names_every_package_and_module():
+    """docs/architecture.md says what each package and module is for: a new one must be added there."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    modules = [p for p in PACKAGE.rglob("*.py") if p.stem != "__init__" and p.parent != PACKAGE]
+    packages = [p.parent for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE]
+    missing = [str(m.relative_to(PACKAGE)) for m in modules if f"`{m.stem}`" not in text]
+    missing += [f"{d.relative_to(PACKAGE)}/" for d in packages if f"{d.name}/" not in text]
+    assert not missing, "docs/architecture.md does not name: " + ", ".join(sorted(missing))
