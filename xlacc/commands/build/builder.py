@@ -34,17 +34,10 @@ from xlacc.ground import paths, process, resources, toolchain
 from xlacc import spec as spec_mod
 from xlacc.ground.catalogue import make as make_finding
 from xlacc.ground.errors import UsageError
-from xlacc.ground.report import Check, Finding, Report
+from xlacc.ground.report import Check, Finding, Report, console
 from xlacc.spec import Spec
 from xlacc.readers.elf_tables import is_shared_library
 from xlacc.spec import drift
-from xlacc.commands.new import wrap
-from xlacc.commands.new import update
-from xlacc.commands.doctor import program
-from xlacc.readers import cxx
-from xlacc.readers import elf
-from xlacc.ground.report import console
-from xlacc.commands.doctor.rules import verify
 
 CACHE_FILE = ".xlacc-cache.json"
 CACHE_FORMAT = 1
@@ -220,6 +213,8 @@ def _why_it_failed(spec: Spec | None) -> list[Check]:
     if spec is None:
         return []
     if spec.origin is not None:
+        from xlacc.commands.new import wrap  # lazy: only a wrapped kernel's build reads the kernel's signature
+
         try:
             wrap.check_spec(spec)
         except UsageError as exc:
@@ -289,6 +284,8 @@ def _regenerate_hint(spec: Spec, source: Path) -> str:
     if source == root / spec.entry_file:
         return "; `xlacc update` writes it again"
     if source == root / spec.kernel_file:
+        from xlacc.commands.new import update  # lazy: only a deleted kernel needs update's hint
+
         return f"; {update.restore_hint(root, spec.kernel_file)}"
     return ""
 
@@ -387,6 +384,9 @@ def _files_target(files: list[Path], request: BuildRequest, archs: tuple[str, ..
 
 def entry_points_in(sources: tuple[Path, ...]) -> tuple[str, ...]:
     """The entry points doctor recognises in the sources: what a plain build verifies without --symbol."""
+    from xlacc.commands.doctor import program  # lazy: parsing C++ costs a project build nothing (its spec names them)
+    from xlacc.readers import cxx  # lazy: as above
+
     parsed = []
     for path in sources:
         try:
@@ -904,6 +904,8 @@ def _exports_all(path: Path, entry_points: tuple[str, ...]) -> bool:
     not the one its key names)."""
     if not entry_points:
         return True
+    from xlacc.readers import elf  # lazy: pyelftools' import; a no-op build reads no library
+
     try:
         exported = elf.read_shared_object(path).exported
     except elf.ElfError:
@@ -915,6 +917,8 @@ def _not_a_library(path: Path) -> str | None:
     """Why the file a compiler (or the shared cache) wrote is not a shared library xlacc may put in
     place, "" when there is no file; None when it is one (one built for another machine too:
     verification says so)."""
+    from xlacc.readers import elf  # lazy: pyelftools' import; a no-op build reads no library
+
     try:
         elf.read_shared_object(path)
     except elf.ElfError as exc:
@@ -935,7 +939,6 @@ def _progress(message: str, enabled: bool) -> Iterator[None]:
     if not enabled or not sys.stderr.isatty():
         yield
         return
-
     with console(stderr=True).status(message):
         yield
 
@@ -979,6 +982,9 @@ def verify_library(
 
     ``archs`` None skips the GPU check (a cpu library). The checks are :mod:`xlacc.commands.doctor.rules.verify`'s.
     """
+    from xlacc.commands.doctor.rules import verify  # lazy: pyelftools' import; a no-op build verifies nothing
+    from xlacc.readers import elf  # lazy: as above
+
     try:
         shared = elf.read_shared_object(library)
         symbols = verify.symbols(shared, entry_points)

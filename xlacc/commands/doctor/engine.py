@@ -17,15 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlacc import spec as spec_module
-from xlacc.commands.doctor import analysis, command, inputs
-from xlacc.commands.doctor.command import KILL_GRACE_S
+from xlacc.commands.doctor import inputs
 from xlacc.commands.doctor.guard import run_rule
 from xlacc.commands.doctor.inputs import SourceFile
-from xlacc.commands.doctor.rules import environment, hlo, hlo_sharding, library, project
+from xlacc.commands.doctor.rules import hlo, hlo_sharding
 from xlacc.commands.doctor.rules import error_text as text
-from xlacc.commands.doctor.rules import run as runtime
 from xlacc.commands.doctor.section import Section
 from xlacc.ground.catalogue import BY_CODE, CATALOGUE, GROUPS
+from xlacc.ground import process
 from xlacc.ground.errors import UsageError
 from xlacc.ground.report import Check, Finding, Report
 from xlacc.readers import fatbin
@@ -73,13 +72,15 @@ def run(request: DoctorRequest) -> Report:
     if any(not symbol.strip() for symbol in request.symbols):
         raise UsageError("--symbol takes the name of an entry point the .so must export; got an empty value")
     if request.command:
-        command.check_timeout(request.timeout)
+        process.check_timeout(request.timeout)
     if request.list_checks:
         return _catalogue(only)
     if request.symbols and not (request.so or request.paths):
         raise UsageError("--symbol names entry points of a shared object: add --so FILE (or a project PATH)")
     asked = request.paths or request.so or request.log or request.command
     if not asked:
+        from xlacc.commands.doctor.rules import environment  # lazy: only `xlacc doctor` alone checks the environment
+
         return _report("xlacc doctor: the environment", environment.check_environment(), only)
     gathered = _gather(request)
     sections: list[Section] = [_empty_directory_section(d) for d in gathered.empty]
@@ -261,6 +262,7 @@ def _walk_section(directory: Path, walk: inputs.Walk) -> Section:
 def _source_sections(gathered: _Inputs) -> list[Section]:
     if not gathered.sources and not gathered.documents:
         return []
+    from xlacc.commands.doctor import analysis  # lazy: the source rules and parsers; doctor --so and --log need none
 
     report = analysis.analyze(gathered.sources)
     sections = []
@@ -281,6 +283,8 @@ def _source_sections(gathered: _Inputs) -> list[Section]:
 
 
 def _project_section(spec) -> Section:
+    from xlacc.commands.doctor.rules import project  # lazy: a project's record and drift, only for a project
+
     findings: list[Finding] = []
     findings += run_rule(project.findings, spec, empty=[], crashes=findings)
     mismatches = drift.kernel_launch_mismatches(spec)  # a compile error to come: only the user can fix the kernel
@@ -312,6 +316,8 @@ def _library_sections(request: DoctorRequest, gathered: _Inputs) -> list[Section
             symbols, symbols_from = list(specs[0].entry_points), "xlacc.toml"
     sections = [Section(f"shared object {p}", "not built yet: run `xlacc build`", skipped=True) for p in gathered.unbuilt if p not in paths]
     built_from = {spec.library: spec for spec in gathered.specs}
+    if paths:
+        from xlacc.commands.doctor.rules import library  # lazy: the library rules, only for a shared object
     for path in dict.fromkeys(paths):
         crashes: list[Finding] = []
         checked = run_rule(library.check_library, path, symbols, request.arch, symbols_from, empty=[], crashes=crashes)
@@ -364,6 +370,9 @@ def _log_section(log: str) -> Section:
 
 
 def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], dict, str]:
+    from xlacc.commands.doctor import command  # lazy: running a command, only for doctor -- COMMAND
+    from xlacc.commands.doctor.rules import run as runtime  # lazy: as above
+
     env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated
     with cleanup:
         result = command.run(argv, timeout, text.interesting(), env=env)
@@ -390,6 +399,8 @@ def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], d
 
 
 def _ended(result: CommandResult, timeout: float) -> str:
+    from xlacc.commands.doctor.command import KILL_GRACE_S  # lazy: only for doctor -- COMMAND
+
     """How the command ended. At the timeout its group gets SIGTERM and, if the command has not
     exited :data:`command.KILL_GRACE_S` later, SIGKILL: that wait is not part of the timeout."""
     if result.returncode is None:
@@ -410,6 +421,9 @@ def _duration(seconds: float) -> str:
 
 
 def _program_section(argv: list[str]) -> tuple[Section | None, list[Finding]]:
+    from xlacc.commands.doctor import analysis, command  # lazy: only for doctor -- COMMAND
+    from xlacc.commands.doctor.rules import library  # lazy: as above
+
     """The script the command runs and what it loads, read before the run is ranked."""
     cwd = Path(os.getcwd())
     script = command.script_of(argv, cwd)
