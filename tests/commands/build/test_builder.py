@@ -126,14 +126,14 @@ def test_second_build_is_cached_and_runs_no_compiler(in_tmp, monkeypatch):
     library = in_tmp / "build" / "libk.so"
     stamp = library.stat().st_mtime_ns
     no_compiler(monkeypatch)
-    started = time.perf_counter()
+    started = time.process_time()
     report = builder.run(request(source, symbols=["xk_add"]))
-    elapsed = time.perf_counter() - started
+    cpu = time.process_time() - started  # CPU time: a busy machine does not slow it
     assert report.code() == 0 and report.data["cached"] is True
     assert "up to date (cached" in checks_by_name(report)["compile"].detail
     assert checks_by_name(report)["symbol xk_add"].ok  # a cached library is still verified
     assert library.stat().st_mtime_ns == stamp
-    assert elapsed < 0.3
+    assert cpu < 0.3
 
 
 def test_a_source_touched_but_unchanged_is_cached_and_the_library_becomes_newer(in_tmp, monkeypatch):

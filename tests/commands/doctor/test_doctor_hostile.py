@@ -13,6 +13,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,19 +44,26 @@ MEASURED = (
 
 
 def doctor(*args: str, seconds: float, cwd: Path = ROOT) -> tuple[subprocess.CompletedProcess, float, float]:
-    """(result, wall seconds, peak MB) of `xlacc doctor ARGS`, which must end within ``seconds``."""
-    start = time.monotonic()
+    """(result, wall seconds, peak MB) of `xlacc doctor ARGS`, whose CPU time must stay within
+    ``seconds``: CPU time, not wall time, so that a busy machine does not fail it (the wall time
+    is bounded only as a hang: six times as long)."""
+    start, cpu_before = time.monotonic(), _children_cpu()
     done = subprocess.run(
-        [sys.executable, "-c", MEASURED, "doctor", *args], cwd=cwd, capture_output=True, text=True, timeout=seconds * 3,
+        [sys.executable, "-c", MEASURED, "doctor", *args], cwd=cwd, capture_output=True, text=True, timeout=seconds * 6,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    wall = time.monotonic() - start
+    wall, cpu = time.monotonic() - start, _children_cpu() - cpu_before
     peak = next((int(line.split()[1]) / 1024 for line in done.stderr.splitlines() if line.startswith("peak-rss-kb")), 0.0)
     assert done.returncode in (0, 1, 2), done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
-    assert wall < seconds, f"{wall:.1f} s"
+    assert cpu < seconds, f"{cpu:.1f} s of CPU"
     assert peak < MAX_RSS_MB, f"{peak:.0f} MB"
     return done, wall, peak
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +233,7 @@ def test_a_backgrounded_grandchild_holding_stdout_does_not_keep_doctor_waiting(t
     marker = tmp_path / "late"
     script = f"(sleep 30; touch {marker}) & echo started; exit 0"
     done, wall, _ = doctor("--json", "--", "sh", "-c", script, seconds=10)
-    assert wall < 8 and json.loads(done.stdout)["command"]["returncode"] == 0
+    assert wall < 20 and json.loads(done.stdout)["command"]["returncode"] == 0  # not the grandchild's 30 s
     time.sleep(0.5)
     assert not marker.exists()
 
