@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ else:  # pragma: no cover - Python 3.10
 
 from xlacc.ground import paths
 from xlacc.ground.errors import SpecError, UsageError
+from xlacc.ground.wording import first_repeated
 from xlacc.spec import sharding as sharding_rules
 from xlacc.spec.abi import (
     APIS,
@@ -260,7 +262,7 @@ class _Reader:
         return self.once_each(value, key)
 
     def once_each(self, values: list[str] | tuple[str, ...], key: str) -> tuple[str, ...]:
-        twice = next((v for v in values if values.count(v) > 1), None)
+        twice = first_repeated(values)
         if twice:
             raise self.fail(key, f"{twice!r} is listed twice")
         return tuple(values)
@@ -426,8 +428,8 @@ class _Reader:
 
     def check_distinct_names(self, inputs: tuple[Tensor, ...], outputs: tuple[Tensor, ...], attrs: tuple[Attr, ...]) -> None:
         tables = [("inputs", t.name) for t in inputs] + [("outputs", t.name) for t in outputs] + [("attrs", a.name) for a in attrs]
-        names = [name for _, name in tables]
-        duplicate = next(((table, name) for table, name in reversed(tables) if names.count(name) > 1), None)
+        counts = Counter(name for _, name in tables)
+        duplicate = next(((table, name) for table, name in reversed(tables) if counts[name] > 1), None)
         if duplicate:
             raise self.fail(duplicate[0], f"the name {duplicate[1]!r} is used twice; operands, results and attributes need distinct names")
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from xlacc.ground.wording import first_repeated, shown_list
+
 ELLIPSIS = "..."
 FACTOR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,30}$")
 TOKEN = re.compile(r"\.\.\.|\(|\)|[^\s()]+")
@@ -118,7 +120,7 @@ def _entry(part: str) -> tuple[str | tuple[str, ...], ...]:
     if compound is not None:
         raise RuleError(f"{part.strip()!r}: unclosed '('")
     names = [n for f in factors if f != ELLIPSIS for n in ((f,) if isinstance(f, str) else f)]
-    twice = next((n for n in names if names.count(n) > 1), None)
+    twice = first_repeated(names)
     if twice:
         raise RuleError(f"{part.strip()!r}: factor {twice!r} names two dims of one tensor")
     return tuple(factors)
@@ -136,15 +138,16 @@ def check(rule: Rule, inputs: tuple[str, ...], outputs: tuple[str, ...], ranks: 
         if rank is not None and ELLIPSIS not in entry and len(entry) != rank:
             raise RuleError(f"{rule.text!r}: {name} has {rank} dims, its entry {entry_text(entry)!r} names {len(entry)}")
     _results_come_from_operands(rule)
-    unknown = [f for f in whole if f not in rule.factors]
-    if unknown:
-        raise RuleError(f"whole = {list(whole)}: {unknown[0]!r} is not a factor of {rule.text!r}")
+    factors = set(rule.factors)
+    unknown = next((f for f in whole if f not in factors), None)
+    if unknown is not None:
+        raise RuleError(f"whole = {shown_list(whole)}: {unknown!r} is not a factor of {rule.text!r}")
 
 
 def _results_come_from_operands(rule: Rule) -> None:
     """A result's dims are sized by the operands' factors: one named only on the right has no size."""
     named = {n for entry in rule.operands for f in entry for n in ((f,) if isinstance(f, str) else f)}
-    alone = next((f for f in rule.factors if f not in named), None)
+    alone = next((f for f in rule.factors if f not in named), None)  # named is a set: one pass
     if alone is not None:
         raise RuleError(f"{rule.text!r}: factor {alone!r} appears only in results; every result dim takes an operand's factor")
     if any(ELLIPSIS in e for e in rule.results) and not any(ELLIPSIS in e for e in rule.operands):
