@@ -115,3 +115,16 @@ def test_an_error_about_a_long_whole_list_shows_a_few_names_and_a_count():
         sharding.check(rule, ("x",), ("out",), {"x": 1, "out": 1}, whole)
     message = str(raised.value)
     assert "and 19,992 more" in message and len(message) < 200 and "'w0' is not a factor" in message
+
+
+def test_what_may_be_split_of_a_rule_of_many_factors_is_found_in_linear_time():
+    def splittable(factors: int) -> float:
+        names = [f"f{i}" for i in range(factors)]
+        rule = sharding.parse(f"{' '.join(names)}, (a b) -> {' '.join(names)}")
+        started = time.process_time()
+        assert rule.splittable(tuple(names[::2])) == tuple(names[1::2]) + ("a",)
+        return time.process_time() - started
+
+    splittable(1_000)
+    small, large = min(splittable(10_000) for _ in range(3)), min(splittable(40_000) for _ in range(3))
+    assert large < 5 * small + 0.05, f"10k factors {small:.3f} s, 40k {large:.3f} s"

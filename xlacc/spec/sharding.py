@@ -70,13 +70,22 @@ class Rule:
     def splittable(self, whole: tuple[str, ...]) -> tuple[str, ...]:
         """The factors the op may be split along: every one not in ``whole`` (``...`` first when used)."""
         uses_ellipsis = any(ELLIPSIS in entry for entry in self.operands)
-        return ((ELLIPSIS,) if uses_ellipsis else ()) + tuple(f for f in self.factors if f not in whole and not _only_minor(self, f))
+        kept_whole, minor = set(whole), _only_minor(self)
+        return ((ELLIPSIS,) if uses_ellipsis else ()) + tuple(f for f in self.factors if f not in kept_whole and f not in minor)
 
 
-def _only_minor(rule: Rule, name: str) -> bool:
-    """A factor that appears only as a minor part of compounds: splitting it alone is impossible."""
-    places = [f for entry in rule.operands + rule.results for f in entry if f == name or (isinstance(f, tuple) and name in f)]
-    return bool(places) and all(isinstance(f, tuple) and f[0] != name for f in places)
+def _only_minor(rule: Rule) -> set[str]:
+    """The factors that appear only as a minor part of compounds: splitting one alone is impossible."""
+    major: set[str] = set()
+    minor: set[str] = set()
+    for entry in rule.operands + rule.results:
+        for factor in entry:
+            if isinstance(factor, tuple):
+                major.add(factor[0])
+                minor.update(factor[1:])
+            else:
+                major.add(factor)
+    return minor - major
 
 
 def entry_text(entry: tuple[str | tuple[str, ...], ...]) -> str:
