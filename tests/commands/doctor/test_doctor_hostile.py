@@ -26,6 +26,7 @@ from locations import REPO_DIR
 from xlacc.commands.doctor import inputs
 from xlacc.commands.doctor.rules import error_text as text
 from xlacc.ground.errors import UsageError
+from xlacc.ground.wording import counted
 
 ROOT = REPO_DIR
 MAX_RSS_MB = 500
@@ -467,3 +468,19 @@ def test_an_empty_symbol_is_a_usage_error_in_the_api(host_library):
 
     with pytest.raises(UsageError, match="--symbol takes the name of an entry point"):
         xlacc.doctor(so=host_library, symbols=("",))
+
+
+def test_an_error_after_a_progress_bar_on_the_same_line_is_found(tmp_path):
+    """A progress bar redraws itself with \\r; the error that follows it, with no newline between,
+    was read as the tail of one cut line and missed."""
+    log = tmp_path / "run.log"
+    bar = "".join(f"\rstep {i}/2000 [{'#' * (i // 100):<20}]" for i in range(2000))
+    log.write_bytes((bar + "\rE0101 No registered implementation for custom call to my_op for platform CUDA\r\n").encode())
+    done, _, _ = doctor("--json", "--log", str(log), seconds=10)
+    report = json.loads(done.stdout)
+    assert [f["code"] for f in report["findings"]][:1] == ["target-not-registered"], report["findings"]
+    assert report["checks"][0]["detail"].startswith("2002 lines")  # an empty first line, 2000 steps, the error
+
+
+def test_a_one_line_log_says_1_line():
+    assert counted(1, "line") == "1 line" and counted(2, "line") == "2 lines" and counted(3, "library", "libraries") == "3 libraries"

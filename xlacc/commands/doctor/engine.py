@@ -26,6 +26,7 @@ from xlacc.commands.doctor.section import Section
 from xlacc.ground.catalogue import BY_CODE, CATALOGUE, GROUPS
 from xlacc.ground import process
 from xlacc.ground.errors import UsageError
+from xlacc.ground.wording import counted
 from xlacc.ground.report import Check, Finding, Report
 from xlacc.readers import fatbin
 from xlacc.spec import drift
@@ -363,7 +364,7 @@ def _log_section(log: str) -> Section:
         content, name = inputs.read_log_file(Path(log), text.interesting()), log
     findings: list[Finding] = []
     findings += run_rule(text.diagnose_text, content.text, empty=[], crashes=findings)
-    detail = f"{content.lines} lines"
+    detail = counted(content.lines, "line")
     if content.cut:
         detail += f" ({content.bytes / 1e6:.1f} MB; read the first and last lines and every line a rule names)"
     return Section(f"log {name}", detail + ("" if findings else "; no known error text"), findings)

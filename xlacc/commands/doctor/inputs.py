@@ -324,8 +324,10 @@ class LogCollector:
     def feed(self, data: bytes) -> None:
         self.bytes += len(data)
         text = self.partial + self.decoder.decode(data).replace("\0", "")
+        held = "\r" if text.endswith("\r") else ""  # the \n that may follow comes in the next chunk
+        text = text.removesuffix(held).replace("\r\n", "\n").replace("\r", "\n")  # a progress bar's \r ends a line too
         lines = text.split("\n")
-        self.partial = lines.pop()
+        self.partial = lines.pop() + held
         if len(self.partial) > MAX_LINE * 4:  # a newline-free flood: cut it into lines
             lines.append(self.partial[:MAX_LINE])
             self.partial = ""
@@ -387,7 +389,7 @@ class LogCollector:
     def finish(self) -> LogText:
         tail = self.decoder.decode(b"", final=True)
         if self.partial or tail:
-            self._lines([(self.partial + tail)[:MAX_LINE]])
+            self._lines([(self.partial + tail).removesuffix("\r")[:MAX_LINE]])
             self.partial = ""
         recent = list(self.recent)
         first_recent = recent[0][0] if recent else self.count

@@ -27,6 +27,7 @@ from xlacc.commands.new import wrap
 from xlacc.ground import paths, resources
 from xlacc.ground.errors import SpecError, UsageError
 from xlacc.ground.report import Check, Report
+from xlacc.ground.wording import counted
 from xlacc.ground.version import __version__
 from xlacc.readers import cxx_tokens
 from xlacc.spec import Spec, sharding
@@ -426,7 +427,7 @@ def create(request: NewRequest) -> Report:
         generated.apply(directory, plan)
     for path, text in files.items():
         what = plan.actions[path]
-        detail = f"{owner_of(spec, path)}: {_role(spec, path)}; {verb}{what.suffix(request.dry_run)}, {len(text.splitlines())} lines"
+        detail = f"{owner_of(spec, path)}: {_role(spec, path)}; {verb}{what.suffix(request.dry_run)}, {counted(len(text.splitlines()), 'line')}"
         report.add(Check(str(shown / path), True, detail))
     report.data.update({"project": str(directory), "files": list(files), "dry_run": request.dry_run, "backups": plan.backups_json()})
     if plan.backups:
