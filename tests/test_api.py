@@ -71,3 +71,77 @@ def test_pip_install_builds_the_library_into_the_wheel(project, tmp_path):
     script = "import numpy as np, api_add.jax as ops; print(float(ops.api_add(np.ones(3, np.float32), np.ones(3, np.float32))[0]))"
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "2.0", run.stderr[-3000:]
+
+
+def _run_python(script: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", script], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_a_second_project_whose_op_has_the_same_name_is_refused_not_swapped(project, tmp_path):
+    """load("one/adv") then load("two/adv") returned the first project's package, silently."""
+    other = tmp_path / "elsewhere" / "api_add"
+    scaffold.create(scaffold.NewRequest(name="api_add", template="add", platform="cpu", frameworks=["jax"], directory=other))
+    script = f"""
+import xlacc
+from xlacc.api import LoadError
+first = xlacc.load({str(project)!r})
+try:
+    xlacc.load({str(other)!r})
+except LoadError as error:
+    print("refused:", error)
+else:
+    print("loaded the second")
+assert xlacc.load({str(project)!r}) is first
+"""
+    done = _run_python(script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith(f"refused: api_add: this process already loaded the op 'api_add' from {project.resolve()};")
+
+
+def test_a_kernel_edited_and_rebuilt_after_a_load_says_the_process_must_restart(tmp_path):
+    """In a notebook: load, edit the kernel, load again. The library was rebuilt on disk but the
+    old one stayed loaded, and the call returned the old results with no warning."""
+    root = tmp_path / "edited"
+    scaffold.create(scaffold.NewRequest(name="edited", template="add", platform="cpu", frameworks=["jax"], directory=root))
+    script = f"""
+import pathlib, xlacc
+from xlacc.api import LoadError
+root = pathlib.Path({str(root)!r})
+first = xlacc.load(root)
+assert xlacc.load(root) is first  # unchanged: the same package
+kernel = root / "kernel.cc"
+kernel.write_text(kernel.read_text() + "\\n// edited\\n")
+try:
+    xlacc.load(root)
+except LoadError as error:
+    print("refused:", error)
+"""
+    done = _run_python(script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "was rebuilt after this process loaded it" in done.stdout and "restart the Python process" in done.stdout
+
+
+def test_building_after_jax_was_imported_forks_nothing_that_warns(project):
+    """The Python API printed jax's `os.fork() was called ... deadlock` when it built after jax was imported."""
+    script = f"import jax, xlacc; jax.numpy.ones(1).block_until_ready(); report = xlacc.build({str(project)!r}, force=True); assert not report.failed"
+    done = _run_python(script)
+    assert done.returncode == 0 and "os.fork()" not in done.stderr, done.stderr[-3000:]
+
+
+def test_a_deleted_current_folder_gets_a_one_line_error_naming_what_to_do(project, tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f"""
+import os, xlacc
+from xlacc.ground.errors import XlaccError
+os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})
+for call in (lambda: xlacc.load("."), lambda: xlacc.build("api_add")):
+    try:
+        call()
+    except XlaccError as error:
+        print(error)
+"""
+    done = _run_python(script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2 and all("the current folder no longer exists" in line and "absolute path" in line for line in lines)

@@ -37,6 +37,9 @@ PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>; the standard library has no prct
 PR_SET_PDEATHSIG = 1
 ESCAPED_SWEEPS = 20  # rounds of stopping escaped descendants: each round may orphan the next generation
 
+# Modules that start threads of their own once imported (XLA's and ATen's thread pools).
+THREADED_NATIVE_MODULES = ("jax", "jaxlib", "torch")
+
 
 class Sink(Protocol):
     def feed(self, chunk: bytes) -> None: ...
@@ -73,10 +76,12 @@ def run_in_session(
     started = time.monotonic()
     adopts_orphans = sweep_escaped and _become_subreaper()
     children_before = _children() if adopts_orphans else set()
-    # Code between fork and exec only where this process has one thread: with more (a spinner), a
-    # lock another thread held at the fork could never be released in the child, so a small Python
-    # sets the signal and execs the command instead.
-    single = threading.active_count() == 1
+    # Code between fork and exec only where this process has one thread: with more (a spinner, or
+    # jax's and torch's own threads, which Python does not count), a lock another thread held at the
+    # fork could never be released in the child, so a small Python sets the signal and execs the
+    # command instead; without preexec_fn, Python starts the child without running fork handlers
+    # (jax's warns "os.fork() was called").
+    single = threading.active_count() == 1 and not any(name in sys.modules for name in THREADED_NATIVE_MODULES)
     proc = subprocess.Popen(
         argv if single else _dying_with_us(argv, env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         env=env, cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent if single else None,
