@@ -75,6 +75,8 @@ class _Reader:
             self.visit_call(node)
         for node in nodes["attribute"]:
             self.visit_attribute(node)
+        for node in nodes["subscript"]:  # lib["NAME"]
+            self._symbol(node)
         imports = nodes["import_statement"] + nodes["import_from_statement"] + nodes["future_import_statement"]
         for node in sorted(imports, key=lambda n: n.start_byte):
             self.visit_import(node)
@@ -95,15 +97,16 @@ class _Reader:
             handler(call, name, dotted or name)
         if name in LIBRARY_LOADERS or (dotted or "").startswith("ctypes.cdll."):
             self.libraries.library_load(call)
-        symbol = self.libraries.library_symbol(call)
-        if symbol:
-            self.facts.symbol_refs.setdefault(symbol, line(call))
+        self._symbol(call)
         self.processes.visit_call(call, dotted or "")
 
     def visit_attribute(self, node: Node) -> None:
         attribute = identifier(field(node, "attribute"))
         if attribute in LEGACY_REGISTRATIONS and (self.module.dotted(node) or "").startswith(REMOVED_JAX_MODULE):
             self.registrations.legacy_jax(node)
+        self._symbol(node)
+
+    def _symbol(self, node: Node) -> None:
         symbol = self.libraries.library_symbol(node)
         if symbol:
             self.facts.symbol_refs.setdefault(symbol, line(node))
