@@ -18,7 +18,7 @@ def last_value(source: str) -> tuple[Values, object]:
     assignments = sorted(values.nodes["assignment"], key=lambda n: n.start_byte)
     if assignments:
         return values, assignments[-1].child_by_field_name("right")
-    return values, sorted(values.nodes["call"], key=lambda n: n.start_byte)[-1]
+    return values, max(values.nodes["call"], key=lambda n: n.start_byte)
 
 
 @pytest.mark.parametrize(
