@@ -128,6 +128,10 @@ class Libraries:
                 found = self._decorated(identifier(value) or "")
                 if found:
                     return found
+            if value.type == "attribute":  # ctypes.cast(fn, c_void_p).value
+                found = self.callback(field(value, "object"), depth + 1)
+                if found:
+                    return found
             if value.type != "call":
                 continue
             made = self.function_type(field(value, "function"))
