@@ -7,7 +7,6 @@ import textwrap
 
 import pytest
 
-from xlacc.readers.python.facts import pattern_sample
 from xlacc.readers.python.tree import parse
 from xlacc.readers.python.values import Values
 
@@ -78,11 +77,3 @@ def test_dotted_names_follow_imports_and_assignments():
     values, _ = last_value("import jax.numpy as jnp\nzeros = jnp.zeros\nzeros(3)\n")
     call = max(values.nodes["call"], key=lambda n: n.start_byte)
     assert values.dotted(call.child_by_field_name("function")) == "jax.numpy.zeros"
-
-
-@pytest.mark.parametrize(
-    "pattern, sample",
-    [("op_.*", "op_"), ("(?:a|b)_x", "a_x"), ("a|b", "a"), (re.escape("a.b(c)") + "(?:(?:x|y)z|w)q", "a.b(c)xzq")],
-)
-def test_pattern_sample_is_a_string_the_pattern_matches(pattern, sample):
-    assert pattern_sample(pattern) == sample and re.fullmatch(pattern, sample)

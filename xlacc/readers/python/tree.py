@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # tree_sitter is imported when the first file is parsed
     from tree_sitter import Node
 
 MAX_TEXT = 160
+SEGMENT_BYTES = 8 * MAX_TEXT  # of a node's text read for MAX_TEXT characters on one line
 # CPython's tokenizer refuses more nested brackets than this (MAXLEVEL, the same from 3.10 to 3.14).
 MAX_BRACKETS = 200
 # Deeper trees are refused as CPython's parser refuses them; no code written by hand comes near.
@@ -63,9 +64,10 @@ class Parsed:
         """The node as code, without comments, on one line, shortened."""
         if node is None:
             return "None"
-        segment = self.raw[node.start_byte : min(node.end_byte, node.start_byte + 8 * MAX_TEXT)]
+        end = min(node.end_byte, node.start_byte + SEGMENT_BYTES)
+        segment = self.raw[node.start_byte : end]
         text = segment.decode("utf-8", "replace")
-        if b"#" in segment and any(n.type == "comment" for n in descendants(node)):
+        if b"#" in segment and any(n.type == "comment" for n in descendants(node, end)):
             text = unparse(self, node)
         text = " ".join(text.split())
         return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
@@ -170,10 +172,14 @@ def strip(node: Node | None) -> Node | None:
     return node
 
 
-def descendants(node: Node) -> Iterator[Node]:
+def descendants(node: Node, before: int | None = None) -> Iterator[Node]:
+    """The node and every node under it, in the order of the text (those starting at ``before`` or
+    later left out)."""
     stack = [node]
     while stack:
         current = stack.pop()
+        if before is not None and current.start_byte >= before:
+            continue
         yield current
         stack.extend(reversed(current.children))
 
@@ -245,8 +251,8 @@ def unparse(parsed: Parsed, node: Node) -> str:
     from xlacc.readers.python.values import literal
 
     tokens: list[tuple[str, Node]] = []
-    stack = [node]
-    while stack:
+    stack, written = [node], 0
+    while stack and written <= SEGMENT_BYTES:  # enough for MAX_TEXT characters; the rest is cut anyway
         current = stack.pop()
         if current.type == "comment":
             continue
@@ -254,6 +260,7 @@ def unparse(parsed: Parsed, node: Node) -> str:
             value = literal(parsed, current) if current.type in ("string", "concatenated_string") else None
             text = repr(value) if isinstance(value, (str, bytes)) else parsed.slice(current)
             tokens.append((" ".join(text.split()), current))
+            written += len(tokens[-1][0]) + 1
             continue
         stack.extend(reversed(current.children))
     out: list[str] = []

@@ -722,3 +722,18 @@ def test_a_target_name_built_at_run_time_meets_its_entry_points_and_their_buffer
     found = [f for f in report.cross if f.code == "buffer-order"]
     assert sorted(f.evidence.split(" ", 1)[0] for f in found) == ["gpu_scale_f32", "gpu_scale_f64"]
     assert all("writes `out` = buffers[0], operand 0" in f.evidence and "ops.py:3 passes 1 operand(s)" in f.evidence for f in found)
+
+
+def test_a_call_and_a_registration_both_naming_by_dtype_meet():
+    python = (
+        "import jax\n"
+        "from . import _ops\n"
+        "for dtype in ('f32', 'f64'):\n"
+        "    jax.ffi.register_ffi_target(f'solve_{dtype}', _ops.capsules[dtype], platform='CUDA', api_version=0)\n"
+        "def solve(x):\n"
+        "    return jax.ffi.ffi_call('solve_{}'.format(x.dtype.name), jax.ShapeDtypeStruct(x.shape, x.dtype))(x)\n"
+    )
+    report = analysis.analyze(source_files(**{"ops.py": python}))
+    [finding] = [f for f in report.cross if f.code == "api-version-mismatch"]
+    assert finding.evidence.startswith("ops.py:6:")
+    assert "ops.py:4 registers it as legacy (api_version=0), but api 4 looks in the typed FFI registry" in finding.evidence
