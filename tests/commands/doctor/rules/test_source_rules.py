@@ -737,3 +737,15 @@ def test_a_call_and_a_registration_both_naming_by_dtype_meet():
     [finding] = [f for f in report.cross if f.code == "api-version-mismatch"]
     assert finding.evidence.startswith("ops.py:6:")
     assert "ops.py:4 registers it as legacy (api_version=0), but api 4 looks in the typed FFI registry" in finding.evidence
+
+
+def test_a_project_written_for_python_3_12_is_read_and_judged_not_called_unparsed():
+    python = (
+        "import jax\n"
+        "type Platform = str\n"
+        "def register[T](capsule: T) -> None:\n"
+        "    jax.ffi.register_ffi_target('op', capsule, platform='GPU')\n"
+    )
+    report = analysis.analyze(source_files(**{"ops.py": python}))
+    assert report.unreadable == set() and "unparsed" not in report.summaries.get("ops.py", "")
+    assert [f.code for f in report.by_group["ops.py"]] == ["platform-name"]
