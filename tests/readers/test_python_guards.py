@@ -59,8 +59,19 @@ LEGACY = "xla_client.register_custom_call_target(name, fn, platform='gpu')"
             """,
             "`if jaxlib.version.__version_info__ >= (0, 5)` (line 3)",
         ),
+        (
+            f"""
+            def _legacy():
+                {LEGACY}
+            try:
+                jax.ffi.register_ffi_target(name, fn)
+            except AttributeError:
+                _legacy()
+            """,
+            "`except AttributeError:` (line 7), through `_legacy()`",
+        ),
     ],
-    ids=["except-fallback", "try-body", "hasattr", "version-name", "jaxlib-version-elif"],
+    ids=["except-fallback", "try-body", "hasattr", "version-name", "jaxlib-version-elif", "through-a-function"],
 )
 def test_a_guarded_legacy_use_names_its_guard(source, guard):
     text = "import jax, jaxlib\nfrom jax.lib import xla_client\n" + textwrap.dedent(source).strip("\n") + "\n"
@@ -70,7 +81,7 @@ def test_a_guarded_legacy_use_names_its_guard(source, guard):
     assert 2 not in facts.legacy_guards  # the import itself is not guarded
 
 
-def test_a_handler_for_another_error_or_a_plain_condition_is_no_guard():
+def test_a_handler_for_another_error_a_plain_condition_or_an_unguarded_caller_is_no_guard():
     text = textwrap.dedent(
         f"""
         from jax.lib import xla_client
@@ -80,6 +91,11 @@ def test_a_handler_for_another_error_or_a_plain_condition_is_no_guard():
             pass
         if debug:
             {LEGACY.replace("name", "other")}
+        def register():
+            {LEGACY.replace("name", "third")}
+        if hasattr(jax, "ffi"):
+            register()
+        register()
         """
     )
     assert read("compat.py", text).legacy_guards == {}

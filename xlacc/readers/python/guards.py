@@ -19,22 +19,35 @@ CAUGHT = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "Exc
 VERSION = re.compile(r"__version__|\bjax(?:lib)?\.(?:version|lib\.version)\b|\bjax(?:lib)?_version\b|\bversion\.parse\b", re.IGNORECASE)
 CONDITIONALS = ("if_statement", "elif_clause", "conditional_expression")
 MAX_TEXT = 80
+MAX_CALLERS_DEPTH = 2  # a function called only from a guarded function called only under a guard
 
 
 class Guards:
     def __init__(self, module: Values):
         self.module = module
         self._found: dict[int, str | None] = {}
+        self._callers: dict[str, list[Node]] | None = None
 
-    def around(self, node: Node) -> str | None:
-        """The first guard around ``node``, in words: "`except AttributeError:` (line 12)"."""
+    def around(self, node: Node, depth: int = 0) -> str | None:
+        """The first guard around ``node``, in words: "`except AttributeError:` (line 12)". Code in
+        a function is guarded where every call of that function in the file is."""
         child, parent = node, self.module.parent(node)
         while parent is not None:
             found = self._guard(parent, child)
             if found:
                 return found
+            if parent.type == "function_definition" and depth < MAX_CALLERS_DEPTH:
+                return self._callers_guard(parent, depth)
             child, parent = parent, self.module.parent(parent)
         return None
+
+    def _callers_guard(self, function: Node, depth: int) -> str | None:
+        name = identifier(field(function, "name"))
+        callers = self._calls_by_name().get(name or "", [])
+        guards = [self.around(c, depth + 1) for c in callers]
+        if not guards or not all(guards):
+            return None
+        return f"{guards[0]}, through `{name}()`"
 
     def _guard(self, node: Node, child: Node) -> str | None:
         kind = node.type
@@ -53,6 +66,15 @@ class Guards:
                     self._found[key] = self._test(condition)
                 return self._found[key]
         return None
+
+    def _calls_by_name(self) -> dict[str, list[Node]]:
+        if self._callers is None:
+            self._callers = {}
+            for call in self.module.nodes["call"]:
+                name = identifier(field(call, "function"))
+                if name:
+                    self._callers.setdefault(name, []).append(call)
+        return self._callers
 
     def _caught(self, handler: Node) -> str | None:
         """The exceptions a handler catches, when one of them is what a removed API raises ("" for a
