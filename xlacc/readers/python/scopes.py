@@ -23,6 +23,7 @@ from xlacc.readers.python.tree import (
 if TYPE_CHECKING:
     from tree_sitter import Node
 
+MAX_DEPTH = 6  # how far a name is followed through names it is assigned
 MAX_VALUES = 32
 BINDING_PATTERNS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list", "expression_list"})
 SEQUENCES = frozenset({"list", "tuple", "set", "expression_list"})
@@ -166,8 +167,6 @@ class Module:
 
     def values(self, node: Node, depth: int = 0) -> list[Node]:
         """The node, or for a name every expression assigned to it (followed further)."""
-        from xlacc.readers.python.values import MAX_DEPTH
-
         node = strip(node)
         if node.type == "identifier" and depth < MAX_DEPTH:
             assigned, parameter = self.binding(node)

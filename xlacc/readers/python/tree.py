@@ -8,16 +8,18 @@ first error instead of an exception.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # tree_sitter is imported when the first file is parsed
     from tree_sitter import Node
 
 MAX_TEXT = 160
+UNKNOWN = object()  # a value the reader cannot know without running the code
 SEGMENT_BYTES = 8 * MAX_TEXT  # of a node's text read for MAX_TEXT characters on one line
 # CPython's tokenizer refuses more nested brackets than this (MAXLEVEL, the same from 3.10 to 3.14).
 MAX_BRACKETS = 200
@@ -35,15 +37,15 @@ NO_SPACE_AFTER = frozenset({"(", "[", "{", ".", "@", "~"})
 
 @functools.cache
 def _language():
-    import tree_sitter
-    import tree_sitter_python
+    import tree_sitter  # lazy: the grammar loads with the first Python file read, never at start-up
+    import tree_sitter_python  # lazy: as above
 
     return tree_sitter.Language(tree_sitter_python.language())
 
 
 @functools.cache
 def _parser():
-    import tree_sitter
+    import tree_sitter  # lazy: as above
 
     return tree_sitter.Parser(_language())
 
@@ -95,8 +97,6 @@ def _interpreter_accepts(source: str) -> bool:
     """A second opinion where the grammar finds an error: syntax newer than the grammar (``x[*a]``
     before tree-sitter-python knew it) is valid if the running Python compiles it, and its file is
     read from the tree as the grammar recovered it. Nothing is taken from ``ast`` but this yes or no."""
-    import ast
-
     try:
         ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -245,11 +245,36 @@ class Arguments:
 # -- writing a node out -----------------------------------------------------------------------------
 
 
+# -- string literals ----------------------------------------------------------------------------------
+
+
+def literal(parsed: Parsed, node: Node) -> Any:
+    """The value of a string literal (or adjacent ones), UNKNOWN for an f-string or t-string."""
+    parts = named(node) if node.type == "concatenated_string" else [node]
+    values = []
+    for part in parts:
+        if part.type != "string" or string_prefix(part) & {"f", "t"}:
+            return UNKNOWN
+        try:
+            # Only the literal's own text is evaluated: its escapes mean the same in every Python 3.
+            values.append(ast.literal_eval(parsed.slice(part)))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return UNKNOWN
+    if not values or len({type(v) for v in values}) != 1:
+        return UNKNOWN
+    return values[0][:0].join(values)
+
+
+def string_prefix(string_node: Node) -> set[str]:
+    """A string literal's prefix letters, lower-cased: {"r", "f"} for ``rf"..."``."""
+    start = string_node.children[0] if string_node.children else None
+    text = start.text.decode("utf-8", "replace") if start is not None else ""
+    return set(text.rstrip("'\"").lower())
+
+
 def unparse(parsed: Parsed, node: Node) -> str:
     """The node written out token by token without its comments, spaced as ``ast.unparse`` spaces
     code (a constant string in its ``repr``, no space inside brackets, a trailing comma dropped)."""
-    from xlacc.readers.python.values import literal
-
     tokens: list[tuple[str, Node]] = []
     stack, written = [node], 0
     while stack and written <= SEGMENT_BYTES:  # enough for MAX_TEXT characters; the rest is cut anyway

@@ -13,13 +13,12 @@ import re
 import string
 from typing import TYPE_CHECKING, Any
 
-from xlacc.readers.python.scopes import Module
-from xlacc.readers.python.tree import Parsed, field, identifier, named, strip
+from xlacc.readers.python.scopes import MAX_DEPTH, Module
+from xlacc.readers.python.tree import UNKNOWN, field, identifier, literal, named, string_prefix, strip
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-MAX_DEPTH = 6
 WILD = ".*"
 API_VERSION_NAMES = {
     "API_VERSION_ORIGINAL": 1,
@@ -28,40 +27,16 @@ API_VERSION_NAMES = {
     "API_VERSION_TYPED_FFI": 4,
 }
 PERCENT_FIELD = re.compile(r"%(?:\((?P<key>\w+)\))?[-#0 +]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[hlL]?(?P<code>[diouxXeEfFgGcrsa%])")
-UNKNOWN = object()
-
-
-def literal(parsed: Parsed, node: Node) -> Any:
-    """The value of a string literal (or adjacent ones), UNKNOWN for an f-string or t-string."""
-    parts = named(node) if node.type == "concatenated_string" else [node]
-    values = []
-    for part in parts:
-        if part.type != "string" or _prefix(part) & {"f", "t"}:
-            return UNKNOWN
-        try:
-            # Only the literal's own text is evaluated: its escapes mean the same in every Python 3.
-            values.append(ast.literal_eval(parsed.slice(part)))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return UNKNOWN
-    if not values or len({type(v) for v in values}) != 1:
-        return UNKNOWN
-    return values[0][:0].join(values)
-
-
-def _prefix(string_node: Node) -> set[str]:
-    start = string_node.children[0] if string_node.children else None
-    text = start.text.decode("utf-8", "replace") if start is not None else ""
-    return set(text.rstrip("'\"").lower())
 
 
 def is_formatted(node: Node) -> bool:
     """An f-string (or adjacent literals one of which is)."""
     parts = named(node) if node.type == "concatenated_string" else [node]
-    return node.type in ("string", "concatenated_string") and any(p.type == "string" and "f" in _prefix(p) for p in parts)
+    return node.type in ("string", "concatenated_string") and any(p.type == "string" and "f" in string_prefix(p) for p in parts)
 
 
 def is_template(node: Node) -> bool:
-    return node.type == "string" and "t" in _prefix(node)
+    return node.type == "string" and "t" in string_prefix(node)
 
 
 class Values(Module):
@@ -166,7 +141,7 @@ class Values(Module):
     def _fstring_pieces(self, node: Node, depth: int) -> list[str]:
         pieces: list[str] = []
         for part in named(node) if node.type == "concatenated_string" else [node]:
-            prefix = _prefix(part)
+            prefix = string_prefix(part)
             for child in named(part):
                 if child.type == "string_content":
                     text = self.parsed.slice(child)
