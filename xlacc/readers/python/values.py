@@ -14,7 +14,15 @@ import string
 from typing import TYPE_CHECKING, Any
 
 from xlacc.readers.python.scopes import MAX_DEPTH, Module
-from xlacc.readers.python.tree import UNKNOWN, field, identifier, literal, named, string_prefix, strip
+from xlacc.readers.python.tree import (
+    UNKNOWN,
+    field,
+    identifier,
+    literal,
+    named,
+    string_prefix,
+    strip,
+)
 
 if TYPE_CHECKING:
     from tree_sitter import Node
