@@ -15,7 +15,11 @@ import re
 from dataclasses import dataclass
 
 from xlacc.commands.doctor.program import EntryPoint, Program
-from xlacc.commands.doctor.rules.callbacks import callback_fit, callback_platform, foreign_platform
+from xlacc.commands.doctor.rules.callbacks import (
+    callback_fit,
+    callback_platform,
+    foreign_platform,
+)
 from xlacc.commands.doctor.rules.kernel import opaque_read
 from xlacc.commands.doctor.rules.python import HLO_APIS, JAX_REGISTER_APIS, where
 from xlacc.ground.catalogue import make
