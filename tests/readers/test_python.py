@@ -1,4 +1,4 @@
-"""xlacc.readers.python: what a Python file registers, calls and loads, read with ``ast`` alone."""
+"""xlacc.readers.python: what a Python file registers, calls and loads (the reader's first tests, kept whole)."""
 
 from __future__ import annotations
 

@@ -581,3 +581,171 @@ def test_jax_internal_xla_client_is_not_the_removed_api():
     assert internal.legacy_jax_api == [] and internal.registrations[0].api_version == 1
     removed = python_facts.read("old.py", "import jax.lib.xla_client as xc\nxc.register_custom_call_target(b'f', fn, platform='gpu')\n")
     assert [line for line, _ in removed.legacy_jax_api] == [1, 2]
+
+
+# -- rules by meaning: guarded fallbacks, callbacks, names built at run time ---------------------
+
+
+def source_files(**files: str) -> list[SourceFile]:
+    return [SourceFile(name, inputs.kind_of(Path(name)), text, name) for name, text in files.items()]
+
+
+def test_a_legacy_registration_in_an_attributeerror_fallback_is_an_info_that_names_the_guard():
+    guarded = python_facts.read("compat.py", (
+        "import jax\n"
+        "try:\n"
+        "    from jax.lib import xla_client\n"
+        "    register = xla_client.register_custom_call_target\n"
+        "except (ImportError, AttributeError):\n"
+        "    register = jax.ffi.register_ffi_target\n"
+    ))
+    [finding] = [f for f in pyrules.python_findings(guarded) if f.code == "jax-legacy-api-removed"]
+    assert finding.severity == "info"
+    assert "compat.py:3" in finding.evidence and "`try:` (line 2) with `except ImportError, AttributeError:`" in finding.evidence
+
+
+def test_a_legacy_use_outside_any_guard_stays_an_error_even_beside_a_guarded_one():
+    mixed = python_facts.read("compat.py", (
+        "from jax.lib import xla_client\n"
+        "if hasattr(xla_client, 'register_custom_call_target'):\n"
+        "    xla_client.register_custom_call_target('a', fn, platform='gpu')\n"
+    ))
+    [finding] = [f for f in pyrules.python_findings(mixed) if f.code == "jax-legacy-api-removed"]
+    assert finding.severity == "error" and finding.evidence.startswith("compat.py:1:") and "line 3" not in finding.evidence
+
+
+CPU_CALLBACK = (
+    "import ctypes, jax\n"
+    "from ctypes import c_void_p, POINTER\n"
+    "CPU_FN = ctypes.CFUNCTYPE(None, c_void_p, POINTER(c_void_p))\n"
+    "@CPU_FN\n"
+    "def add(out, ins):\n"
+    "    pass\n"
+    "capsule = ctypes.pythonapi.PyCapsule_New(ctypes.cast(add, c_void_p).value, b'xla._CUSTOM_CALL_TARGET', None)\n"
+    "for platform in ('CUDA', 'ROCM'):\n"
+    "    jax.ffi.register_ffi_target('add', capsule, platform=platform, api_version=0)\n"
+)
+
+
+def test_a_cpu_signature_callback_registered_for_the_gpu_is_an_error_with_a_fix():
+    report = analysis.analyze(source_files(**{"ops.py": CPU_CALLBACK}))
+    [finding] = [f for f in report.cross if f.code == "platform-name"]
+    assert finding.severity == "error" and '"CUDA", "ROCM"' in finding.evidence
+    assert "`add` (out, ins) (ops.py:3:" in finding.evidence and "device pointers" in finding.evidence
+    assert 'platform="cpu"' in finding.fix and "cudaStream_t" in finding.fix
+
+
+def test_the_same_callback_registered_for_the_cpu_is_fine():
+    report = analysis.analyze(source_files(**{"ops.py": CPU_CALLBACK.replace("('CUDA', 'ROCM')", "('cpu',)")}))
+    assert [f for f in report.cross if f.code == "platform-name"] == []
+
+
+GPU_CALLBACK = (
+    "import ctypes, jax\n"
+    "from jax.interpreters import mlir\n"
+    "from ctypes import CFUNCTYPE, c_void_p, c_char_p, c_size_t\n"
+    "def kernel(stream, buffers, opaque, opaque_len):\n"
+    "    pass\n"
+    "GPU_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_char_p, c_size_t)\n"
+    "keep = GPU_FN(kernel)\n"
+    "jax.ffi.register_ffi_target('k', jax.ffi.pycapsule(keep), platform='gpu', api_version=0)\n"
+    "def lower(ctx, x):\n"
+    "    return mlir.custom_call('k', result_types=[], operands=[x]).results\n"
+)
+
+
+def test_a_legacy_call_at_its_default_api_version_against_a_four_parameter_callback():
+    report = analysis.analyze(source_files(**{"ops.py": GPU_CALLBACK}))
+    [finding] = [f for f in report.cross if f.code == "api-version-mismatch"]
+    assert finding.evidence.startswith("ops.py:10: `mlir.custom_call('k', ")
+    assert "ops.py:6: the ctypes callback `kernel` registered at line 8 takes 4 parameters" in finding.evidence
+    assert "which is api_version 1 on the GPU; api 2 passes 5; custom_call passes api_version 2 when none is given" in finding.evidence
+
+
+def test_a_four_parameter_callback_called_with_api_1_fits():
+    fitted = GPU_CALLBACK.replace("operands=[x])", "operands=[x], api_version=1)")
+    report = analysis.analyze(source_files(**{"ops.py": fitted}))
+    assert [f for f in report.cross if f.code == "api-version-mismatch"] == []
+
+
+TPU_BESIDE_GPU = (
+    "import jax\n"
+    "from . import gpu_ops\n"
+    "jax.ffi.register_ffi_target('op', gpu_ops.op(), platform='CUDA')\n"
+    "jax.ffi.register_ffi_target('op', gpu_ops.op(), platform='tpu')\n"
+)
+
+
+def test_a_tpu_registration_in_a_gpu_build_is_a_warning():
+    report = analysis.analyze(source_files(**{"ops.py": TPU_BESIDE_GPU}))
+    [finding] = [f for f in report.cross if f.code == "platform-name"]
+    assert finding.severity == "warning" and finding.evidence.startswith("ops.py:4:") and "never applies here" in finding.evidence
+    alone = analysis.analyze(source_files(**{"ops.py": TPU_BESIDE_GPU.replace("platform='CUDA'", "platform='tpu'")}))
+    assert [f for f in alone.cross if f.code == "platform-name"] == []
+
+
+REVERSED_BUFFERS = """
+#include <cuda_runtime.h>
+#include "xla/service/custom_call_status.h"
+__global__ void scale(const float* x, float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 2 * x[i]; }
+template <typename T>
+void launch(cudaStream_t stream, void** buffers, const char* opaque, size_t len, XlaCustomCallStatus* status) {
+  float* out = reinterpret_cast<float*>(buffers[0]);
+  const float* in = reinterpret_cast<const float*>(buffers[1]);
+  scale<<<1, 256, 0, stream>>>(in, out, 256);
+}
+extern "C" void gpu_scale_f32(cudaStream_t s, void** b, const char* o, size_t n, XlaCustomCallStatus* st) {
+  float* out = reinterpret_cast<float*>(b[0]);
+  const float* in = reinterpret_cast<const float*>(b[1]);
+  scale<<<1, 256, 0, s>>>(in, out, 256);
+}
+extern "C" void gpu_scale_f64(cudaStream_t s, void** b, const char* o, size_t n, XlaCustomCallStatus* st) {
+  float* out = reinterpret_cast<float*>(b[0]);
+  const float* in = reinterpret_cast<const float*>(b[1]);
+  scale<<<1, 256, 0, s>>>(in, out, 256);
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "target",
+    ['f"gpu_scale_{dtype}"', '"gpu_scale_{}".format(dtype)', '"gpu_scale_%s" % dtype'],
+    ids=["f-string", "format", "percent"],
+)
+def test_a_target_name_built_at_run_time_meets_its_entry_points_and_their_buffer_order(target):
+    python = (
+        "from jax.interpreters import mlir\n"
+        "def lower(ctx, x, dtype):\n"
+        f"    return mlir.custom_call({target}, result_types=[], operands=[x], api_version=2).results\n"
+    )
+    report = analysis.analyze(source_files(**{"kernels.cu": REVERSED_BUFFERS, "ops.py": python}))
+    found = [f for f in report.cross if f.code == "buffer-order"]
+    assert sorted(f.evidence.split(" ", 1)[0] for f in found) == ["gpu_scale_f32", "gpu_scale_f64"]
+    assert all("writes `out` = buffers[0], operand 0" in f.evidence and "ops.py:3 passes 1 operand(s)" in f.evidence for f in found)
+
+
+def test_a_call_and_a_registration_both_naming_by_dtype_meet():
+    python = (
+        "import jax\n"
+        "from . import _ops\n"
+        "for dtype in ('f32', 'f64'):\n"
+        "    jax.ffi.register_ffi_target(f'solve_{dtype}', _ops.capsules[dtype], platform='CUDA', api_version=0)\n"
+        "def solve(x):\n"
+        "    return jax.ffi.ffi_call('solve_{}'.format(x.dtype.name), jax.ShapeDtypeStruct(x.shape, x.dtype))(x)\n"
+    )
+    report = analysis.analyze(source_files(**{"ops.py": python}))
+    [finding] = [f for f in report.cross if f.code == "api-version-mismatch"]
+    assert finding.evidence.startswith("ops.py:6:")
+    assert "ops.py:4 registers it as legacy (api_version=0), but api 4 looks in the typed FFI registry" in finding.evidence
+
+
+def test_a_project_written_for_python_3_12_is_read_and_judged_not_called_unparsed():
+    python = (
+        "import jax\n"
+        "type Platform = str\n"
+        "def register[T](capsule: T) -> None:\n"
+        "    jax.ffi.register_ffi_target('op', capsule, platform='GPU')\n"
+    )
+    report = analysis.analyze(source_files(**{"ops.py": python}))
+    assert report.unreadable == set() and "unparsed" not in report.summaries.get("ops.py", "")
+    assert [f.code for f in report.by_group["ops.py"]] == ["platform-name"]

@@ -15,6 +15,11 @@ import re
 from dataclasses import dataclass
 
 from xlacc.commands.doctor.program import EntryPoint, Program
+from xlacc.commands.doctor.rules.callbacks import (
+    callback_fit,
+    callback_platform,
+    foreign_platform,
+)
 from xlacc.commands.doctor.rules.kernel import opaque_read
 from xlacc.commands.doctor.rules.python import HLO_APIS, JAX_REGISTER_APIS, where
 from xlacc.ground.catalogue import make
@@ -120,13 +125,14 @@ class Links:
 
     def registrations(self, call: PyCall) -> list[tuple[PyFacts, PyRegistration]]:
         """Where Python registers the target ``call`` uses, in the registry its framework reads."""
-        found = []
-        for facts, reg in self._registrations.get(call.framework, ()):
-            if reg.target is not None and call.matches(reg.target):
-                found.append((facts, reg))
-            elif reg.target is None and reg.from_module and any(call.matches(k) for e in self.of_module(reg.from_module) for k in e.capsule_keys):
-                found.append((facts, reg))
-        return found
+        return [(facts, reg) for facts, reg in self._registrations.get(call.framework, ()) if self._reaches(call, reg)]
+
+    def _reaches(self, call: PyCall, reg: PyRegistration) -> bool:
+        """A constant or computed name the call can name, or a key of the module the capsules come from."""
+        if (reg.target is not None or reg.target_pattern is not None) and call.reaches(reg):
+            return True
+        keys = (k for e in self.of_module(reg.from_module) for k in e.capsule_keys) if reg.target is None and reg.from_module else ()
+        return any(call.matches(k) for k in keys)
 
     def of_call(self, call: PyCall, facts: PyFacts | None = None) -> tuple[list[tuple[PyFacts, PyRegistration]], list[EntryPoint]]:
         """The registrations a call's target has and the entry points the call reaches (computed once
@@ -214,6 +220,7 @@ def call_mismatches(links: Links, facts: PyFacts, call: PyCall) -> list[Finding]
             reasons.append(f"{where(reg_facts, reg.line)} registers it as typed FFI (api_version=1), but api {call.api} looks in the legacy registry")
         elif reg.api_version == 0 and call.api == 4:
             reasons.append(f"{where(reg_facts, reg.line)} registers it as legacy (api_version=0), but api 4 looks in the typed FFI registry")
+    reasons.extend(reason for reg_facts, reg in registrations if (reason := callback_fit(reg_facts, reg, call)))
     if not reasons:
         return _cpu_deprecation(facts, call, entries)
     default = f" ({call.function}'s default)" if call.api_source == "default" else ""
@@ -242,7 +249,7 @@ def _cpu_deprecation(facts: PyFacts, call: PyCall, entries: list[EntryPoint]) ->
 
 
 def registration_mismatches(links: Links, facts: PyFacts, reg: PyRegistration) -> list[Finding]:
-    findings = []
+    findings = [f for f in (callback_platform(facts, reg), foreign_platform(links.program, facts, reg)) if f is not None]
     at = where(facts, reg.line)
     for entry in links.for_registration(reg):
         legacy = not entry.typed
@@ -514,8 +521,9 @@ def cross_findings(program: Program) -> list[Finding]:
             _, entries = links.of_call(call, facts)
             if len(entries) == 1:
                 findings.extend(call_contents(links, facts, call, entries[0]))
-                if call.operands is not None:
-                    calls_of.setdefault(id(entries[0]), []).append((facts, call))
+            if call.operands is not None and (len(entries) == 1 or call.target is None):
+                for entry in entries:  # a name built at run time passes its operands to each target it can name
+                    calls_of.setdefault(id(entry), []).append((facts, call))
         for reg in facts.registrations:
             findings.extend(registration_mismatches(links, facts, reg))
         if program.entries:

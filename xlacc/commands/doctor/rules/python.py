@@ -110,10 +110,7 @@ def python_findings(facts: PyFacts) -> list[Finding]:
     for line, text, triton in facts.gpu_custom_call:
         if not triton:  # torch_xla's documented Triton route is what _xla_gpu_custom_call is for
             findings.append(make("fixed-target-api", f"{where(facts, line)}: `{text}`", likelihood=0.9))
-    if facts.legacy_jax_api:  # one finding per file: the import and every use of the removed module
-        (line, text), *more = facts.legacy_jax_api
-        also = f"; also line{'s' if len(more) > 1 else ''} {', '.join(str(l) for l, _ in more)}" if more else ""
-        findings.append(make("jax-legacy-api-removed", f"{where(facts, line)}: `{text}`{also}", likelihood=0.9))
+    findings.extend(_legacy_jax_findings(facts))
     for line, function, returned in facts.constant_impls:
         findings.append(make(
             "op-optimized-away",
@@ -125,6 +122,32 @@ def python_findings(facts: PyFacts) -> list[Finding]:
     if fork:
         findings.append(fork)
     return findings
+
+
+def _legacy_jax_findings(facts: PyFacts) -> list[Finding]:
+    """One finding per file for the removed ``jax.lib.xla_client`` API: an error for its unguarded
+    uses (the import and every call), an info when each use is a guarded fallback (in ``except
+    AttributeError:``, under ``hasattr`` or a version check), which runs only where the old API is."""
+    if not facts.legacy_jax_api:
+        return []
+    exposed = [(line, text) for line, text in facts.legacy_jax_api if line not in facts.legacy_guards]
+    if exposed:
+        (line, text), *more = exposed
+        return [make("jax-legacy-api-removed", f"{where(facts, line)}: `{text}`{_also(more)}", likelihood=0.9)]
+    (line, text), *more = facts.legacy_jax_api
+    return [make(
+        "jax-legacy-api-removed",
+        f"{where(facts, line)}: `{text}` is a fallback inside {facts.legacy_guards[line]}{_also(more)}: it runs only "
+        "where jax still has the old API, and the new one is taken where it does not",
+        title="old JAX custom-call API, kept as a guarded fallback",
+        fix="Nothing to change while the guard holds; drop the fallback once the oldest jax you support has jax.ffi (0.4.31).",
+        severity="info",
+        likelihood=0.2,
+    )]
+
+
+def _also(more: list[tuple[int, str]]) -> str:
+    return f"; also line{'s' if len(more) > 1 else ''} {', '.join(str(line) for line, _ in more)}" if more else ""
 
 
 def _fork_after_init(facts: PyFacts) -> Finding | None:
