@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The ragged-paged-attention figures of benchmarks/RESULTS.md, on the GPU machine.
+#
+#   bash benchmarks/run_ragged_on_gpu.sh build PREBUILT      # anywhere nvcc is (no GPU needed): sm_90 libraries
+#   bash benchmarks/run_ragged_on_gpu.sh final OUT PREBUILT  # on the GPU: the GPU tests, then the grid
+set -uo pipefail
+stage=$1
+export PYTHONUNBUFFERED=1
+case "$stage" in
+  build)
+    python3 benchmarks/bench_ragged.py --build-only --arch sm_90 --workdir "$2"
+    ;;
+  final)
+    out=$2 pre=$3
+    {
+      date -u +"%F %T UTC"
+      nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
+      python3 -c 'import jax, jaxlib; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, jax.devices())'
+    } 2>&1 | tee "$out/log"
+    RAGGED_PREBUILT="$pre/ragged" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_template_ragged_paged_attention.py 2>&1 | tail -5 | tee -a "$out/log"
+    timeout 480 python3 benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --out "$out/ragged.json" 2>&1 \
+      | grep -v -i "warning\|cuda_timer\|bfc_allocator\|from jax.experimental" | tee -a "$out/log"
+    ;;
+esac
