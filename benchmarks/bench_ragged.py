@@ -328,9 +328,9 @@ def main(argv=None) -> int:
     copy = max(base.copy_gbps(10, 5).values())
     report = {"environment": base.environment(), "command": " ".join(sys.argv), "copy_gbps": copy, "peak_tflops": peak, "rows": []}
     print(f"{device}: copy {copy:.0f} GB/s, peak {peak} TFLOP/s", flush=True)
-    for point in grid():
-        if args.only and not any(text in point.label for text in args.only.split(",")):
-            continue
+    wanted = [text for text in args.only.split(",") if text]
+    chosen = [p for text in wanted for p in grid() if text in p.label] if wanted else grid()  # in the order --only names them
+    for point in dict.fromkeys(chosen):
         if time.perf_counter() - started > args.budget:
             report["rows"].append({"label": point.label, "kind": point.kind, "kv_mib": point.kv_bytes / 2**20, "refused": "not run: budget"})
             continue
