@@ -17,7 +17,7 @@ case "$stage" in
       nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
       python3 -c 'import jax, jaxlib; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, jax.devices())'
     } 2>&1 | tee "$out/log"
-    RAGGED_PREBUILT="$pre/ragged" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_template_ragged_paged_attention.py 2>&1 | tail -5 | tee -a "$out/log"
+    RAGGED_PREBUILT="$pre/ragged" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py 2>&1 | tail -5 | tee -a "$out/log"
     # The whole grid against cuDNN (paged and dense) and the decode template; then Pallas and jnp at
     # the decode points they finish in time (a first run with every contender at every point spent
     # its whole 470 s limit by the second point).
