@@ -328,7 +328,7 @@ def test_cuda_every_ragged_case_matches_float64(cuda_op, dtype, head_size, block
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
-@pytest.mark.parametrize("sliding_window,soft_cap,heads", [(13, 0.0, (8, 2)), (0, 5.0, (8, 2)), (40, 3.0, (12, 4)), (0, 0.0, (64, 1))])
+@pytest.mark.parametrize("sliding_window,soft_cap,heads", [(13, 0.0, (8, 2)), (0, 5.0, (8, 2)), (40, 3.0, (12, 4)), (0, 0.0, (64, 1)), (0, 0.0, (80, 1))])
 def test_cuda_window_cap_and_groups_match_float64(cuda_op, dtype, sliding_window, soft_cap, heads):
     reference, op, device = cuda_op
     for case, (q_lens, kv_lens) in {**reference.CASES, **EXTRA}.items():
