@@ -132,7 +132,7 @@ def _integers(value: Optional[str], flag: str) -> Optional[list[int]]:
 @command()
 def new(
     name: str = typer.Argument(..., metavar="NAME", help="The op's name: a C identifier."),
-    template: str = typer.Option("add", "--template", "-t", metavar="TEMPLATE", help="add, rms-norm, blank, paged-attention or paged-kv-write."),
+    template: str = typer.Option("add", "--template", "-t", metavar="TEMPLATE", help="add, rms-norm, blank, paged-attention, paged-kv-write or ragged-paged-attention."),
     platform: str = typer.Option("cuda", "--platform", metavar="cuda|cpu", help="Where the kernel runs: an NVIDIA GPU or XLA:CPU."),
     api: str = typer.Option("ffi", "--api", metavar="ffi|legacy", help="ffi: typed FFI (api_version 4); legacy: status-returning (2 on cuda, 3 on cpu)."),
     framework: str = typer.Option("jax,torchax,torch-xla", "--framework", metavar="FRAMEWORK[,FRAMEWORK]", help="Any of jax, torchax, torch-xla."),

@@ -38,6 +38,15 @@ def test_vmap_folds_where_the_kernel_takes_a_batch(tmp_path):
     assert "one launch" in text and "a batched weight runs one launch per example" in text
 
 
+def test_vmap_never_folds_into_a_factor_the_kernel_needs_whole(tmp_path):
+    """Packed tokens (ragged-paged-attention's t) start query and out, but a batch folded into them
+    would be read against one cu_q_lens: one launch per example instead."""
+    spec = spec_of(tmp_path, "ragged-paged-attention")
+    assert spec.sharding.parsed.fold_factor == "t" and "t" in spec.sharding.whole
+    assert transforms.folding_inputs(spec) is None
+    assert "the rule's first factor is in `whole`" in transforms.describe_vmap(spec)
+
+
 def test_grad_is_described_and_missing_grad_says_what_to_add(tmp_path):
     assert "rms_backward" not in transforms.describe_grad(spec_of(tmp_path, "rms-norm"))  # the op is named op here
     assert "op_backward_launch<T>() in kernel.cc" in transforms.describe_grad(spec_of(tmp_path, "rms-norm"))

@@ -45,7 +45,8 @@ def folding_inputs(spec: Spec) -> tuple[str, ...] | None:
     if spec.sharding is None:
         return None
     rule = spec.sharding.parsed
-    if rule.fold_factor is None or not all(rule.folds(rule.results)):
+    # A factor the kernel needs whole (packed tokens, say) does not take a batch either.
+    if rule.fold_factor is None or rule.fold_factor in spec.sharding.whole or not all(rule.folds(rule.results)):
         return None
     return tuple(t.name for t, folds in zip(spec.inputs, rule.folds(rule.operands)) if folds)
 
@@ -96,7 +97,8 @@ def describe_vmap(spec: Spec) -> str:
     folding = folding_inputs(spec)
     if folding is None:
         why = "xlacc.toml has no [sharding] to say which dims the kernel batches" if spec.sharding is None else (
-            "not every result starts with the rule's first factor"
+            "the rule's first factor is in `whole`" if spec.sharding.parsed.fold_factor in spec.sharding.whole
+            else "not every result starts with the rule's first factor"
         )
         return f"vmap: one launch per example (jax.lax.map): {why}."
     rule = spec.sharding.parsed

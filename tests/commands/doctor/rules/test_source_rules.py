@@ -319,7 +319,7 @@ xlacc::Status proj_launch(xlacc::Stream stream, const xlacc::Tensor& x, const xl
 
 
 @pytest.mark.parametrize("platform", ["cuda", "cpu"])
-@pytest.mark.parametrize("template", ["add", "rms-norm", "blank", "paged-attention", "paged-kv-write"])
+@pytest.mark.parametrize("template", ["add", "rms-norm", "blank", "paged-attention", "paged-kv-write", "ragged-paged-attention"])
 def test_generated_projects_of_every_template_raise_nothing(tmp_path, template, platform):
     assert all_findings(analyze(*_project_sources(_new_project(tmp_path, template, platform)))) == []
 

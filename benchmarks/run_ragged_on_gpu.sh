@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The ragged-paged-attention figures of benchmarks/RESULTS.md, on the GPU machine.
+#
+#   bash benchmarks/run_ragged_on_gpu.sh build PREBUILT      # anywhere nvcc is (no GPU needed): sm_90 libraries
+#   bash benchmarks/run_ragged_on_gpu.sh final OUT PREBUILT  # on the GPU: the GPU tests, then the grid
+set -uo pipefail
+stage=$1
+export PYTHONUNBUFFERED=1
+case "$stage" in
+  build)
+    python3 benchmarks/bench_ragged.py --build-only --arch sm_90 --workdir "$2"
+    ;;
+  final)
+    out=$2 pre=$3
+    {
+      date -u +"%F %T UTC"
+      nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
+      python3 -c 'import jax, jaxlib; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, jax.devices())'
+    } 2>&1 | tee "$out/log"
+    RAGGED_PREBUILT="$pre/ragged" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py 2>&1 | tail -5 | tee -a "$out/log"
+    # The whole grid against cuDNN (paged and dense) and the decode template; then Pallas and jnp at
+    # the decode points they finish in time (a first run with every contender at every point spent
+    # its whole 470 s limit by the second point).
+    timeout 480 python3 benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --skip jnp,pallas --budget 400 --out "$out/ragged.json" 2>&1 \
+      | grep -v -i "warning\|cuda_timer\|bfc_allocator\|from jax.experimental" | tee -a "$out/log"
+    timeout 300 python3 benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --only "decode 64 x,decode 8 x,decode 4 x" --skip cudnn_sdpa \
+      --budget 220 --out "$out/ragged_decode_peers.json" 2>&1 | grep -v -i "warning\|cuda_timer\|bfc_allocator\|from jax.experimental" | tee -a "$out/log"
+    ;;
+esac
