@@ -1,0 +1,162 @@
+"""How the bench child times a call (imported only there; it imports jax).
+
+On a GPU, R calls run in one jit, each after the one before: the next call's operands pass through
+``jax.lax.optimization_barrier`` together with the previous call's result, and every result is
+returned. XLA then can neither merge the calls (CSE), nor fuse one call's work into the next (XLA:GPU
+removes barriers only after fusion and scheduling), nor drop one; host dispatch is paid once per R
+calls. XLA:CPU removes barriers before it fuses, so there each call is its own jit, queued back to back.
+
+A sample queues whole chains for about ``sample_seconds`` and waits once; its time per call is
+the wall time over the calls. ``--cold-l2`` gives each call in turn one of K copies of the
+operands, K copies holding at least twice the L2, so a call never finds its operands in the cache.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+CHAIN_SECONDS = 5e-4  # a chain of R calls lasts about this long on a GPU
+MAX_CHAIN = 64
+KEPT_BYTES = 2 << 30  # a chain returns every call's result: at most this many bytes of them
+SAMPLE_SECONDS = 2e-3
+MAX_REPS = 2000
+HOST_BOUND_SHARE = 0.98  # of a sample's time spent queueing it: the device waited on the host
+DISPATCH_CALLS = 200
+
+
+@dataclass
+class Contender:
+    """One implementation of the op at one problem: ``call(*operands)`` on device arrays."""
+
+    name: str
+    role: str  # "op", "vmap", "xla", "peer"
+    call: Callable[..., Any]
+    operand_sets: list[list[Any]]  # K sets (K > 1 with --cold-l2)
+    note: str = ""
+    compiled: Any = None
+    reps: int = 1
+    samples: list[float] = field(default_factory=list)  # seconds per call
+    queued: list[float] = field(default_factory=list)  # share of each sample spent queueing
+
+
+def chained(call: Callable[..., Any], length: int, sets: int, scope: str, barriers: bool) -> Callable[..., Any]:
+    """A function of ``sets`` operand lists running ``call`` ``length`` times, each call after the
+    previous (see the module's docstring); it returns every call's result."""
+    import jax
+
+    def run(*operand_sets):
+        results, previous = [], None
+        for i in range(length):
+            operands = operand_sets[i % sets]
+            if previous is not None and barriers:
+                operands, previous = jax.lax.optimization_barrier((operands, previous))
+                results[-1] = previous
+            with jax.named_scope(scope):
+                previous = call(*operands)
+            results.append(previous)
+        return results
+
+    return run
+
+
+def chain_length(single_seconds: float, result_bytes: int, on_gpu: bool) -> int:
+    """Calls per chain: enough for about CHAIN_SECONDS, as many results as KEPT_BYTES holds; one on XLA:CPU."""
+    if not on_gpu:
+        return 1
+    wanted = math.ceil(CHAIN_SECONDS / max(single_seconds, 1e-7))
+    return int(max(1, min(MAX_CHAIN, wanted, KEPT_BYTES // max(result_bytes, 1))))
+
+
+def compile_chain(contender: Contender, length: int, scope: str, on_gpu: bool) -> None:
+    import jax
+
+    function = chained(contender.call, length, len(contender.operand_sets), scope, barriers=on_gpu)
+    contender.compiled = jax.jit(function).lower(*contender.operand_sets).compile()
+
+
+def run_chain(contender: Contender) -> Any:
+    return contender.compiled(*contender.operand_sets)
+
+
+def wait(value: Any) -> None:
+    import jax
+
+    jax.block_until_ready(value)
+
+
+def once_seconds(function: Callable[[], Any], repeats: int = 3) -> float:
+    """The best of a few waited calls: a first estimate, dispatch and wait included."""
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        wait(function())
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def calibrate(contender: Contender, length: int, sample_seconds: float) -> None:
+    """Warm the chain up and pick how many chains a sample queues."""
+    wait(run_chain(contender))
+    chain = once_seconds(lambda: run_chain(contender))
+    contender.reps = int(max(1, min(MAX_REPS, sample_seconds // max(chain, 1e-7))))
+
+
+def take_sample(contender: Contender, length: int) -> None:
+    start = time.perf_counter()
+    last = None
+    for _ in range(contender.reps):
+        last = run_chain(contender)
+    queued = time.perf_counter() - start
+    wait(last)
+    elapsed = time.perf_counter() - start
+    contender.samples.append(elapsed / (contender.reps * length))
+    contender.queued.append(queued / elapsed)
+
+
+def interleave(contenders: list[Contender], length: int, rounds: int, samples: int) -> None:
+    """Each round samples every contender ``samples`` times, the first one moving on by one each
+    round: clocks and caches treat them alike, and none is always timed first after a pause."""
+    for turn in range(rounds):
+        order = contenders[turn % len(contenders):] + contenders[: turn % len(contenders)]
+        for contender in order:
+            for _ in range(samples):
+                take_sample(contender, length)
+
+
+def dispatch_seconds(device: Any) -> float:
+    """What the host takes to queue one call of a jit doing almost nothing (one element plus
+    one), the floor under any one-call-per-jit time."""
+    import jax
+    import jax.numpy as jnp
+
+    tiny = jax.device_put(jnp.zeros((1,), jnp.float32), device)
+    step = jax.jit(lambda x: x + 1)
+    wait(step(tiny))
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        value = tiny
+        for _ in range(DISPATCH_CALLS):
+            value = step(value)
+        best = min(best, (time.perf_counter() - start) / DISPATCH_CALLS)
+        wait(value)
+    return best
+
+
+def copy_rate(device: Any, nbytes: int, rounds: int = 3, samples: int = 3, on_gpu: bool = True) -> tuple[float, list[float]]:
+    """Bytes read and written per second by a device-to-device copy of ``nbytes`` (XLA's own copy
+    in the same chained jit as the contenders); returns (median rate, the per-call seconds)."""
+    import jax
+    import jax.numpy as jnp
+
+    source = jax.device_put(jnp.zeros((max(1, nbytes // 4),), jnp.float32), device)
+    copy = Contender("copy", "copy", lambda x: jnp.copy(x) * 1, [[source]])  # "* 1": XLA may not drop a plain copy
+    length = chain_length(once_seconds(lambda: jax.jit(jnp.copy)(source)), source.nbytes, on_gpu)
+    compile_chain(copy, length, "copy", on_gpu)
+    calibrate(copy, length, SAMPLE_SECONDS)
+    interleave([copy], length, rounds, samples)
+    seconds = sorted(copy.samples)[len(copy.samples) // 2]
+    return 2 * source.nbytes / seconds, copy.samples
