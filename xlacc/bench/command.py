@@ -207,8 +207,9 @@ def write_files(request: BenchRequest, result: results_mod.BenchResult, report: 
         report.notes.append(f"chart: {request.chart_file} (opens in a browser; no server)")
     if request.trace:
         report.notes.append(
-            f"trace: {request.trace} — open with `tensorboard --logdir {request.trace}` (Profile tab; pip install tensorboard-plugin-profile), "
-            f"or drop {request.trace}/plugins/profile/*/*.trace.json.gz on https://ui.perfetto.dev; the calls are under jax.named_scope('{result.op}')"
+            f"trace: {request.trace}, a folder per problem; open with `tensorboard --logdir {request.trace}` (its Profile tab: pip install "
+            f"tensorboard-plugin-profile), or drop {request.trace}/PROBLEM/plugins/profile/*/perfetto_trace.json.gz on https://ui.perfetto.dev; "
+            f"the op's calls are under jax.named_scope('{result.op}'), the others' under '{result.op}.NAME'"
         )
 
 

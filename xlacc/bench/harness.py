@@ -29,6 +29,7 @@ COPY_BYTES = {"gpu": 256 << 20, "cpu": 32 << 20}
 CPU_CACHE_FALLBACK_MIB = 32.0
 PEER_PICK_SAMPLES = 2
 COMPILE_THREADS = 8
+MAX_SETS = 256  # operand copies --cold-l2 rotates through at most (a problem of a few bytes would need millions)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -71,6 +72,7 @@ class BenchHarness(Harness):
         self.on_gpu = False
         self.dispatch = 0.0
         self.l2_bytes = 0
+        self.traced = 0
 
     @property
     def spec(self):
@@ -193,6 +195,7 @@ class BenchHarness(Harness):
             "chain": length,
             "sets": sets,
             "set_bytes": sum(a.nbytes for a in operands),
+            "l2_bytes": self.l2_bytes,
             "launches_in_chain": self.launches(contenders, length),
             "contenders": [self.contender_record(c, first) for c in contenders],
             "unavailable": unavailable,
@@ -211,10 +214,10 @@ class BenchHarness(Harness):
             try:
                 calls = peers_mod.prepare(reference_name, operands, problem.attrs, self.device)
             except peers_mod.PeerUnavailable as exc:
-                found.append({"name": reference_name, "reason": str(exc)})
+                found.append({"name": peers_mod.name_of(reference_name), "reason": str(exc)})
                 continue
             except Exception as exc:  # the peer's own code failed: said, the bench goes on
-                found.append({"name": reference_name, "reason": f"prepare failed: {first_line(exc)}"})
+                found.append({"name": peers_mod.name_of(reference_name), "reason": f"prepare failed: {first_line(exc)}"})
                 continue
             found += [timing.Contender(c.label, "peer", c.call, [[jax.device_put(a, self.device) for a in c.operands]], c.note) for c in calls]
         return found
@@ -242,7 +245,7 @@ class BenchHarness(Harness):
         if not self.args.cold_l2:
             return 1
         nbytes = max(1, sum(a.nbytes for a in operands))
-        return max(2, math.ceil(2 * self.l2_bytes / nbytes))
+        return min(MAX_SETS, max(2, math.ceil(2 * self.l2_bytes / nbytes)))
 
     @staticmethod
     def copies(operands: list[Any], sets: int) -> list[list[Any]]:
@@ -318,14 +321,16 @@ class BenchHarness(Harness):
         return float(np.max(np.abs(got.reshape(expected.shape).astype(np.float64) - expected.astype(np.float64)), initial=0.0))
 
     def trace(self, contenders: list[Any], label: str) -> None:
-        """Each contender's chain once more under jax.profiler, into --trace (one session per problem)."""
+        """Each contender's chain once more under jax.profiler, into a folder of --trace per problem."""
         import jax
 
-        self.args.trace.mkdir(parents=True, exist_ok=True)
-        with jax.profiler.trace(str(self.args.trace), create_perfetto_trace=True):
+        self.traced += 1
+        folder = self.args.trace / f"{self.traced:02d}-{''.join(c if c.isalnum() else '-' for c in label).strip('-')}"
+        folder.mkdir(parents=True, exist_ok=True)
+        with jax.profiler.trace(str(folder), create_perfetto_trace=True):
             for contender in contenders:
                 timing.wait(timing.run_chain(contender))
-        self.writer.data("bench_trace", {"label": label, "dir": str(self.args.trace)})
+        self.writer.data("bench_trace", {"label": label, "dir": str(folder)})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 from xlacc.bench import cards, chart
 from xlacc.bench.results import BenchResult, Row
 
+NO_TERMINAL_WIDTH = 4000
 COLUMNS = ["problem", "contender", "median us", "IQR us", "95% CI us", "n", "GB/s", "TFLOP/s", "% of copy", "% of peak BW", "% of peak FLOP/s", "vs the op", "notes"]
 
 
@@ -67,7 +68,8 @@ def print_table(result: BenchResult, title: str) -> None:
 
     from xlacc.report import use_color
 
-    console = Console(no_color=not use_color(), highlight=False, width=None if sys.stdout.isatty() else 240)
+    # Off a terminal (a pipe, a CI log) the table is not wrapped, so each row stays one line to grep.
+    console = Console(no_color=not use_color(), highlight=False, width=None if sys.stdout.isatty() else NO_TERMINAL_WIDTH)
     console.print(title, style="bold")
     for line in header(result):
         console.print(line, style="dim", markup=False)

@@ -52,6 +52,14 @@ def label_of(reference: str, peer: Any) -> str:
     return str(getattr(peer, "label", reference.partition(":")[2]))
 
 
+def name_of(reference: str) -> str:
+    """The peer's label where it loads, else the name it was declared by."""
+    try:
+        return label_of(reference, load(reference))
+    except PeerUnavailable:
+        return reference
+
+
 def prepare(reference: str, operands: list[Any], attrs: dict[str, Any], device: Any) -> list[PeerCall]:
     """The calls to time for one peer at one problem (device arrays in ``operands``)."""
     import functools
