@@ -243,7 +243,7 @@ def run_smoke(
     rtol: Optional[float] = typer.Option(None, "--rtol", metavar="X", help="Relative tolerance, a finite number >= 0 (default: by dtype)."),
     atol: Optional[float] = typer.Option(None, "--atol", metavar="X", help="Absolute tolerance, a finite number >= 0 (default: by dtype)."),
     timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", help="Seconds each child process may run (the build before them too)."),
-    bench: bool = typer.Option(False, "--bench", help="Also time the custom call against XLA's own op."),
+    bench: bool = typer.Option(False, "--bench", help="Then run `xlacc bench` at the largest size: the op, the op under vmap and XLA's own, in turns in one process."),
     devices: Optional[int] = typer.Option(None, "--devices", metavar="N", help="Shard over N devices (default: every GPU when there are several)."),
     as_json: bool = JSON_OPTION,
 ) -> None:

@@ -179,7 +179,7 @@ class BenchHarness(Harness):
         for contender in contenders:
             contender.operand_sets = self.copies(contender.operand_sets[0], sets)
         self.compile_all(contenders, length, unavailable)
-        contenders = self.pick_fastest(contenders, length)
+        contenders = self.pick_fastest(self.runnable(contenders, length, unavailable), length)
         for contender in contenders:
             timing.calibrate(contender, length, timing.SAMPLE_SECONDS)
         timing.interleave(contenders, length, self.args.rounds, self.args.samples)
@@ -272,6 +272,22 @@ class BenchHarness(Harness):
             if error is not None:
                 unavailable.append({"name": contender.name, "reason": f"does not compile here: {first_line(error)[:300]}"})
                 contenders.remove(contender)
+
+    @staticmethod
+    def runnable(contenders: list[Any], length: int, unavailable: list[dict]) -> list[Any]:
+        """The contenders whose chain runs (warmed up and calibrated); a peer that fails at run time
+        is moved to ``unavailable``, the op's or XLA's failure is raised."""
+        kept = []
+        for contender in contenders:
+            try:
+                timing.calibrate(contender, length, timing.SAMPLE_SECONDS)
+            except Exception as exc:
+                if contender.role in ("op", "xla"):
+                    raise
+                unavailable.append({"name": contender.name, "reason": f"failed when run: {first_line(exc)[:300]}"})
+                continue
+            kept.append(contender)
+        return kept
 
     def scope(self, contender: Any) -> str:
         """The jax.named_scope a contender's calls run under: the op's name for the op itself."""
