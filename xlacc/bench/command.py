@@ -148,6 +148,8 @@ def run(request: BenchRequest) -> BenchRun:
     validate(request)
     spec = spec_mod.load(request.project)
     smoke.check_reference(spec)
+    if not spec.uses_jax_module:
+        raise UsageError(f"xlacc bench times the op through jax: add \"jax\" to op.frameworks in {spec.root / spec_mod.SPEC_FILE}, then run `xlacc update`")
     peers = declared_peers(spec)
     report = Report(title=f"bench {spec.name} ({spec.platform})")
     if not smoke.build_if_stale(spec, report, request.timeout):
@@ -233,6 +235,9 @@ def extend_smoke(report: Report, project: Path, sizes: list[int] | None, seed: i
     from xlacc import transforms
     from xlacc.runtime.harness import DEFAULT_SIZES
 
+    if report.code() == EXIT_NEEDS_GPU:
+        report.add(Check("bench", None, "not run: timing the op needs the GPU this machine lacks"))
+        return
     if report.failed or report.code() != EXIT_OK:
         report.add(Check("bench", None, "not run: run-smoke did not pass"))
         return
