@@ -119,8 +119,9 @@ class BenchHarness(Harness):
         l2_mib = card.l2_mib if card else (environment.cpu_cache_mib() or CPU_CACHE_FALLBACK_MIB)
         self.l2_bytes = int(l2_mib * 2**20)
         self.dispatch = timing.dispatch_seconds(self.device)
-        rate, samples = timing.copy_rate(self.device, COPY_BYTES[self.device.platform], on_gpu=self.on_gpu)
+        rate, samples, length, copies = timing.copy_rate(self.device, COPY_BYTES[self.device.platform], on_gpu=self.on_gpu)
         self.writer.data("bench_limits", {"dispatch_s": self.dispatch, "copy_bytes_per_s": rate, "copy_samples": samples,
+                                          "copy_chain": length, "copies_in_chain": copies,
                                           "copy_bytes": COPY_BYTES[self.device.platform], "l2_bytes": self.l2_bytes,
                                           "l2_from": "the cards table" if card else "the CPU's largest cache (sysfs)"})  # fmt: skip
 

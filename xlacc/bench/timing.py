@@ -14,6 +14,7 @@ operands, K copies holding at least twice the L2, so a call never finds its oper
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -157,17 +158,19 @@ def dispatch_seconds(device: Any) -> float:
     return best
 
 
-def copy_rate(device: Any, nbytes: int, rounds: int = 3, samples: int = 3, on_gpu: bool = True) -> tuple[float, list[float]]:
+def copy_rate(device: Any, nbytes: int, rounds: int = 3, samples: int = 3, on_gpu: bool = True) -> tuple[float, list[float], int, int]:
     """Bytes read and written per second by a device-to-device copy of ``nbytes`` (XLA's own copy
-    in the same chained jit as the contenders); returns (median rate, the per-call seconds)."""
+    in the same chained jit as the contenders); returns (median rate, the per-call seconds, the
+    chain's length, the copies in its compiled HLO: as many, or the rate is not a copy's)."""
     import jax
     import jax.numpy as jnp
 
     source = jax.device_put(jnp.zeros((max(1, nbytes // 4),), jnp.float32), device)
-    copy = Contender("copy", "copy", lambda x: jnp.copy(x) * 1, [[source]])  # "* 1": XLA may not drop a plain copy
+    copy = Contender("copy", "copy", jnp.copy, [[source]])
     length = chain_length(once_seconds(lambda: jax.jit(jnp.copy)(source)), source.nbytes, on_gpu)
     compile_chain(copy, length, "copy", on_gpu)
     calibrate(copy, length, SAMPLE_SECONDS)
     interleave([copy], length, rounds, samples)
     seconds = sorted(copy.samples)[len(copy.samples) // 2]
-    return 2 * source.nbytes / seconds, copy.samples
+    copies = len(re.findall(r"= f32\[\d+\]\{0\} copy(?:-start)?\(", copy.compiled.as_text()))
+    return 2 * source.nbytes / seconds, copy.samples, length, copies
