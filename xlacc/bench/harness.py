@@ -119,10 +119,8 @@ class BenchHarness(Harness):
         l2_mib = card.l2_mib if card else (environment.cpu_cache_mib() or CPU_CACHE_FALLBACK_MIB)
         self.l2_bytes = int(l2_mib * 2**20)
         self.dispatch = timing.dispatch_seconds(self.device)
-        rate, samples, length, copies = timing.copy_rate(self.device, COPY_BYTES[self.device.platform], on_gpu=self.on_gpu)
-        self.writer.data("bench_limits", {"dispatch_s": self.dispatch, "copy_bytes_per_s": rate, "copy_samples": samples,
-                                          "copy_chain": length, "copies_in_chain": copies,
-                                          "copy_bytes": COPY_BYTES[self.device.platform], "l2_bytes": self.l2_bytes,
+        copy = timing.copy_rate(self.device, COPY_BYTES[self.device.platform], on_gpu=self.on_gpu)
+        self.writer.data("bench_limits", {"dispatch_s": self.dispatch, **copy, "copy_bytes": COPY_BYTES[self.device.platform], "l2_bytes": self.l2_bytes,
                                           "l2_from": "the cards table" if card else "the CPU's largest cache (sysfs)"})  # fmt: skip
 
     def problems(self):
@@ -174,8 +172,7 @@ class BenchHarness(Harness):
         contenders = self.contenders(problem, operands, op)
         unavailable = [c for c in contenders if isinstance(c, dict)]
         contenders = [c for c in contenders if not isinstance(c, dict)]
-        single = timing.once_seconds(lambda: jax.jit(op)(*operands))
-        length = timing.chain_length(single, result_bytes, self.on_gpu)
+        length = timing.chain_length(timing.per_call_seconds(op, operands, self.on_gpu), result_bytes, self.on_gpu)
         sets = self.rotation(operands)
         for contender in contenders:
             contender.operand_sets = self.copies(contender.operand_sets[0], sets)

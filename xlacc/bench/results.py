@@ -4,15 +4,13 @@ measured in the same process and against the card's datasheet, and the verdict a
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from xlacc.bench import stats
 from xlacc.bench.cards import Card, card_for
 
-HOST_BOUND_QUEUED = 0.98  # of a sample spent queueing it: the device waited on the host
-NEAR_DISPATCH = 1.5  # a call within this factor of an empty jit's dispatch is host-bound when called alone
+NEAR_DISPATCH = 1.5  # a call (or a chain) within this factor of an empty jit's dispatch takes the host's time
 
 
 @dataclass
@@ -64,6 +62,8 @@ class BenchResult:
     dispatch_us: float
     l2_bytes: int
     l2_from: str
+    copy_kernel: str
+    copy_rates: dict[str, float]
     card: Card | None
     problems: list[Problem]
     method: str
@@ -86,6 +86,8 @@ class BenchResult:
             "environment": self.environment,
             "card": self.card.to_json() if self.card else "unknown",
             "copy_gbps": self.copy_gbps,
+            "copy_kernel": self.copy_kernel,
+            "copy_rates_gbps": self.copy_rates,
             "dispatch_us": self.dispatch_us,
             "l2_bytes": self.l2_bytes,
             "method": self.method,
@@ -102,7 +104,9 @@ def build(op: str, records: dict[str, Any], command: str, cwd: str, method: str)
     dispatch_us = limits.get("dispatch_s", 0.0) * 1e6
     on_gpu = environment.get("platform") == "gpu"
     problems = [problem(case, card, copy_gbps, dispatch_us, on_gpu) for case in records.get("bench_case", [])]
-    return BenchResult(op, environment, copy_gbps, dispatch_us, limits.get("l2_bytes", 0), limits.get("l2_from", ""), card, problems, method, command, cwd)
+    rates = {name: rate / 1e9 for name, rate in limits.get("copy_rates", {}).items()}
+    return BenchResult(op, environment, copy_gbps, dispatch_us, limits.get("l2_bytes", 0), limits.get("l2_from", ""), limits.get("copy_kernel", "copy"),
+                       rates, card, problems, method, command, cwd)  # fmt: skip
 
 
 def problem(case: dict[str, Any], card: Card | None, copy_gbps: float, dispatch_us: float, on_gpu: bool) -> Problem:
@@ -112,12 +116,12 @@ def problem(case: dict[str, Any], card: Card | None, copy_gbps: float, dispatch_
     op = next((c for c in timed if c["role"] == "op"), None)
     op_time = stats.summarize(op["samples"]).scaled(1e6) if op else None
     for contender in timed:
-        found.rows.append(row(found, contender, case.get("dtype", ""), card, copy_gbps, dispatch_us if on_gpu else 0.0, op_time, on_gpu))
+        found.rows.append(row(found, contender, case.get("dtype", ""), card, copy_gbps, dispatch_us if on_gpu else 0.0, op_time))
     return found
 
 
 def row(problem: Problem, contender: dict[str, Any], dtype: str, card: Card | None, copy_gbps: float, dispatch_us: float,
-        op_time: stats.Summary | None, on_gpu: bool) -> Row:  # fmt: skip
+        op_time: stats.Summary | None) -> Row:  # fmt: skip
     time_us = stats.summarize(contender["samples"]).scaled(1e6)
     seconds = time_us.median / 1e6
     gbps = problem.bytes / seconds / 1e9 if seconds else None
@@ -134,19 +138,22 @@ def row(problem: Problem, contender: dict[str, Any], dtype: str, card: Card | No
         peak_bandwidth_share=gbps / card.memory_gbps if gbps and card else None,
         peak_flops_share=tflops / card.peak_tflops(dtype) if tflops and card else None,
         versus_op=versus,
-        host_bound=host_bound(contender.get("queued", []) if on_gpu else [], time_us.median, dispatch_us, problem.chain),
+        host_bound=host_bound(time_us.median, dispatch_us, problem.chain),
         note=contender.get("note", ""),
         max_abs_diff=contender.get("max_abs_diff"),
     )
 
 
-def host_bound(queued: list[float], call_us: float, dispatch_us: float, chain: int) -> str:
-    """Why the time is the host's rather than the device's, or "" when it is the device's. (On
-    XLA:CPU the call runs while it is dispatched: neither test applies, and both get nothing.)"""
-    if queued and statistics.median(queued) >= HOST_BOUND_QUEUED:
-        return f"host-bound: the host queued the calls no faster than the device ran them ({dispatch_us:.1f} us to dispatch a jit)"
-    if dispatch_us and call_us <= NEAR_DISPATCH * dispatch_us:
+def host_bound(call_us: float, dispatch_us: float, chain: int) -> str:
+    """Why the time is the host's rather than the device's, or "" when it is the device's. A chain
+    of calls that lasts no longer than dispatching one jit kept the device waiting on the host. (On
+    XLA:CPU the call runs while it is dispatched, and ``dispatch_us`` is 0: nothing to compare.)"""
+    if not dispatch_us:
+        return ""
+    if call_us * chain <= NEAR_DISPATCH * dispatch_us:
         if chain == 1:
-            return f"host-bound: {call_us:.1f} us per call is close to an empty jit's dispatch ({dispatch_us:.1f} us)"
+            return f"host-bound: {call_us:.1f} us per call is about an empty jit's dispatch ({dispatch_us:.1f} us)"
+        return f"host-bound: a chain of {chain} calls took {call_us * chain:.1f} us, about an empty jit's dispatch ({dispatch_us:.1f} us)"
+    if call_us <= NEAR_DISPATCH * dispatch_us:
         return f"one call per jit would be host-bound: dispatching a jit takes {dispatch_us:.1f} us, the call {call_us:.1f} us"
     return ""

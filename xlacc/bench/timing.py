@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-CHAIN_SECONDS = 5e-4  # a chain of R calls lasts about this long on a GPU
+CHAIN_SECONDS = 1e-3  # a chain of R calls lasts about this long on a GPU: many times a jit's dispatch
+PROBE_CHAIN = 8  # calls in the chain that estimates one call's time (dispatch and wait spread over them)
 MAX_CHAIN = 64
 KEPT_BYTES = 2 << 30  # a chain returns every call's result: at most this many bytes of them
 SAMPLE_SECONDS = 2e-3
@@ -72,6 +73,22 @@ def chain_length(single_seconds: float, result_bytes: int, on_gpu: bool) -> int:
         return 1
     wanted = math.ceil(CHAIN_SECONDS / max(single_seconds, 1e-7))
     return int(max(1, min(MAX_CHAIN, wanted, KEPT_BYTES // max(result_bytes, 1))))
+
+
+def per_call_seconds(call: Callable[..., Any], operands: list[Any], on_gpu: bool) -> float:
+    """A first estimate of one call's time, to size the chains: on a GPU from a chain of
+    PROBE_CHAIN calls, so that a dispatch slower than the kernel (tens of microseconds on some
+    hosts) does not pass for it; on XLA:CPU from one call."""
+    import jax
+
+    if not on_gpu:
+        compiled = jax.jit(call).lower(*operands).compile()
+        wait(compiled(*operands))
+        return once_seconds(lambda: compiled(*operands))
+    probe = Contender("probe", "probe", call, [list(operands)])
+    compile_chain(probe, PROBE_CHAIN, "probe", on_gpu)
+    wait(run_chain(probe))
+    return once_seconds(lambda: run_chain(probe)) / PROBE_CHAIN
 
 
 def compile_chain(contender: Contender, length: int, scope: str, on_gpu: bool) -> None:
@@ -158,19 +175,38 @@ def dispatch_seconds(device: Any) -> float:
     return best
 
 
-def copy_rate(device: Any, nbytes: int, rounds: int = 3, samples: int = 3, on_gpu: bool = True) -> tuple[float, list[float], int, int]:
-    """Bytes read and written per second by a device-to-device copy of ``nbytes`` (XLA's own copy
-    in the same chained jit as the contenders); returns (median rate, the per-call seconds, the
-    chain's length, the copies in its compiled HLO: as many, or the rate is not a copy's)."""
+WARM_SECONDS = 0.2  # the GPU runs copies this long before anything is timed (clocks up)
+
+
+def copy_rate(device: Any, nbytes: int, rounds: int = 3, samples: int = 3, on_gpu: bool = True) -> dict[str, Any]:
+    """Bytes read and written per second by XLA's device-to-device copy of ``nbytes`` and by a
+    streaming ``x + 1`` over the same bytes, chained as the contenders are and timed in turns; the
+    faster is the practical limit the contenders' rates are shares of. Also checks that the copy's
+    compiled chain holds one copy per call (else the rate would not be a copy's)."""
+    import jax.numpy as jnp
+
+    source = jax_zeros(device, max(1, nbytes // 4))
+    kernels = {"copy": jnp.copy, "x + 1": lambda x: x + 1}
+    length = chain_length(per_call_seconds(jnp.copy, [source], on_gpu), source.nbytes, on_gpu)
+    contenders = [Contender(name, "copy", kernel, [[source]]) for name, kernel in kernels.items()]
+    for contender in contenders:
+        compile_chain(contender, length, contender.name, on_gpu)
+    deadline = time.perf_counter() + (WARM_SECONDS if on_gpu else 0.0)
+    while True:
+        for contender in contenders:
+            calibrate(contender, length, SAMPLE_SECONDS)
+        if time.perf_counter() >= deadline:
+            break
+    interleave(contenders, length, rounds, samples)
+    rates = {c.name: 2 * source.nbytes / sorted(c.samples)[len(c.samples) // 2] for c in contenders}
+    copies = len(re.findall(r"= f32\[\d+\]\{0\} copy(?:-start)?\(", contenders[0].compiled.as_text()))
+    best = max(rates, key=rates.get)
+    return {"copy_bytes_per_s": rates[best], "copy_kernel": best, "copy_rates": rates, "copy_samples": contenders[0].samples,
+            "copy_chain": length, "copies_in_chain": copies}  # fmt: skip
+
+
+def jax_zeros(device: Any, count: int) -> Any:
     import jax
     import jax.numpy as jnp
 
-    source = jax.device_put(jnp.zeros((max(1, nbytes // 4),), jnp.float32), device)
-    copy = Contender("copy", "copy", jnp.copy, [[source]])
-    length = chain_length(once_seconds(lambda: jax.jit(jnp.copy)(source)), source.nbytes, on_gpu)
-    compile_chain(copy, length, "copy", on_gpu)
-    calibrate(copy, length, SAMPLE_SECONDS)
-    interleave([copy], length, rounds, samples)
-    seconds = sorted(copy.samples)[len(copy.samples) // 2]
-    copies = len(re.findall(r"= f32\[\d+\]\{0\} copy(?:-start)?\(", copy.compiled.as_text()))
-    return 2 * source.nbytes / seconds, copy.samples, length, copies
+    return jax.device_put(jnp.zeros((count,), jnp.float32), device)
