@@ -28,7 +28,7 @@ def header(result: BenchResult) -> list[str]:
         lines.append(f"XLA:CPU on {env.get('cpu', '?')}: jax {env.get('jax', '?')}, jaxlib {env.get('jaxlib', '?')}, python {env.get('python', '?')}; "
                      "GPU peers not run (no GPU), numbers are XLA:CPU's")  # fmt: skip
     lines.append(f"XLA_FLAGS={env.get('XLA_FLAGS', '')!r}; measured {env.get('date', '?')}")
-    rates = ", ".join(f"{name} {rate:.0f}" for name, rate in result.copy_rates.items())
+    rates = ", ".join(f"{name} {rate:.1f}" for name, rate in result.copy_rates.items())
     lines.append(f"device-to-device copy in this process: {result.copy_gbps:.1f} GB/s read + written (the faster of {rates or 'copy'} GB/s); "
                  f"an empty jit's dispatch: {result.dispatch_us:.1f} us")  # fmt: skip
     lines.append(f"method: {result.method}")
