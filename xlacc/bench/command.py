@@ -211,7 +211,7 @@ def write_files(request: BenchRequest, result: results_mod.BenchResult, report: 
         report.notes.append(
             f"trace: {request.trace}, a folder per problem; open with `tensorboard --logdir {request.trace}` (its Profile tab: pip install "
             f"tensorboard-plugin-profile), or drop {request.trace}/PROBLEM/plugins/profile/*/perfetto_trace.json.gz on https://ui.perfetto.dev; "
-            f"the op's calls are under jax.named_scope('{result.op}'), the others' under '{result.op}.NAME'"
+            f"each contender's chain is the jit jit({result.op}) or jit({result.op}.NAME) there, its calls under jax.named_scope of that name"
         )
 
 
