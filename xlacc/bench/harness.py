@@ -194,10 +194,15 @@ class BenchHarness(Harness):
             "sets": sets,
             "set_bytes": sum(a.nbytes for a in operands),
             "l2_bytes": self.l2_bytes,
-            "launches_in_chain": self.launches(contenders, length),
+            "launches_in_chain": self.launches(contenders, length),  # as many as calls (checked below)
             "contenders": [self.contender_record(c, first) for c in contenders],
             "unavailable": unavailable,
         })  # fmt: skip
+        launches = self.launches(contenders, length)
+        if self.on_gpu and launches != length:  # XLA merged or dropped calls: the time is not R kernels'
+            self.check(f"bench {problem.label}", False, f"the compiled chain of {length} calls holds {launches} custom calls to {self.spec.target}: "
+                       "XLA merged or dropped some, so its time per call is not the kernel's")  # fmt: skip
+            return
         self.check(f"bench {problem.label}", True, f"{len(contenders)} timed, {length} calls per chain, {sets} operand set(s)")
 
     def contenders(self, problem: Problem, operands: list[Any], op: Any) -> list[Any]:
