@@ -263,7 +263,7 @@ def run_smoke(
     )
     report = smoke.run(request)
     if bench and framework in (None, "jax"):  # the short form of `xlacc bench`: the same code, at the largest size
-        from xlacc.bench import command as bench_command
+        from xlacc.commands.bench import command as bench_command
 
         bench_command.extend_smoke(report, project, request.sizes, seed, timeout)
     raise typer.Exit(emit(report, as_json))
@@ -292,7 +292,7 @@ def bench(
 
     Every contender runs in one child process, in turns; the table gives the median, the spread
     and the sample count, GB/s and TFLOP/s, and the share of a copy and of the card's peaks."""
-    from xlacc.bench import command as bench_command
+    from xlacc.commands.bench import command as bench_command
 
     run_result = bench_command.run(
         bench_command.BenchRequest(

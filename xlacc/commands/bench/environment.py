@@ -16,8 +16,8 @@ SMI_TIMEOUT = 10
 
 
 def collect(device: Any) -> dict[str, Any]:
-    import jax
-    import jaxlib
+    import jax  # lazy: jax only in the bench child
+    import jaxlib  # lazy: jax only in the bench child
 
     found: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -40,7 +40,7 @@ def collect(device: Any) -> dict[str, Any]:
 def cuda_versions() -> dict[str, Any]:
     """CUDA runtime and cuDNN as jaxlib's CUDA plugin reports them (a private module: guarded)."""
     try:
-        from jax._src.lib import cuda_versions as versions
+        from jax._src.lib import cuda_versions as versions  # lazy: jax only in the bench child
     except ImportError:
         return {}
     if versions is None:

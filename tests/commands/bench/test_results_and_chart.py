@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from xlacc.bench import output, results
+from xlacc.commands.bench import output, results
 
 MIB = 1 << 20
 SVG = "{http://www.w3.org/2000/svg}"

@@ -1,4 +1,4 @@
-"""``xlacc bench``: build when stale, run the bench child (:mod:`xlacc.bench.harness`) under a
+"""``xlacc bench``: build when stale, run the bench child (:mod:`xlacc.commands.bench.harness`) under a
 timeout, and turn its raw samples into the table, JSON, CSV and chart. ``run-smoke --bench`` comes
 here too (:func:`extend_smoke`), so both commands give one number for one call.
 
@@ -16,13 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlacc import smoke, spec as spec_mod
-from xlacc.bench import peers as peers_mod, results as results_mod, output
-from xlacc.errors import UsageError
-from xlacc.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, Check, Report
-from xlacc.runtime.runner import run_harness
+from xlacc import spec as spec_mod
+from xlacc.commands.bench import output, peers as peers_mod, results as results_mod
+from xlacc.commands.new import project as new_project, transform_plan
+from xlacc.commands.smoke import run_smoke as smoke
+from xlacc.commands.smoke.harness import DEFAULT_SIZES
+from xlacc.commands.smoke.runner import run_harness
+from xlacc.ground.errors import UsageError
+from xlacc.ground.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, Check, Report, emit
 
-HARNESS = "xlacc.bench.harness"
+HARNESS = "xlacc.commands.bench.harness"
 MAX_SIZE = smoke.MAX_SIZE
 MAX_ROUNDS = MAX_SAMPLES = 1000
 MAX_VMAP = 1024
@@ -90,11 +93,9 @@ def validate(request: BenchRequest) -> None:
 
 def declared_peers(spec: spec_mod.Spec) -> list[str]:
     """The template's ``[bench] peers`` (template.toml), then the project's (xlacc.toml)."""
-    from xlacc import scaffold
-
     found: list[str] = []
     try:
-        template = scaffold.template_meta(spec.template).get("bench", {})
+        template = new_project.template_meta(spec.template).get("bench", {})
     except UsageError:  # a project whose template this xlacc does not ship
         template = {}
     raw = spec_mod.read_toml(spec_mod.find_spec(spec.root)).get("bench", {})
@@ -217,8 +218,6 @@ def write_files(request: BenchRequest, result: results_mod.BenchResult, report: 
 
 def show(run_result: BenchRun, as_json: bool) -> int:
     """Print the run (the table, then the checks) or its JSON; the exit code."""
-    from xlacc.report import emit
-
     if run_result.result is not None and not as_json:
         output.print_table(run_result.result, run_result.report.title)
         sys.stdout.flush()
@@ -232,9 +231,6 @@ def show(run_result: BenchRun, as_json: bool) -> int:
 def extend_smoke(report: Report, project: Path, sizes: list[int] | None, seed: int, timeout: float) -> None:
     """``run-smoke --bench``: the bench at run-smoke's largest size, with the op under vmap beside
     the unbatched call in the same turns, so the two lines quote one measurement of that call."""
-    from xlacc import transforms
-    from xlacc.runtime.harness import DEFAULT_SIZES
-
     if report.code() == EXIT_NEEDS_GPU:
         report.add(Check("bench", None, "not run: timing the op needs the GPU this machine lacks"))
         return
@@ -243,7 +239,7 @@ def extend_smoke(report: Report, project: Path, sizes: list[int] | None, seed: i
         return
     spec = spec_mod.load(project)
     size = max(sizes or DEFAULT_SIZES["cpu" if spec.platform == "cpu" else "gpu"])
-    vmap = SMOKE_VMAP if transforms.folding_inputs(spec) else 0
+    vmap = SMOKE_VMAP if transform_plan.folding_inputs(spec) else 0
     argv = ["bench", str(project), "--sizes", str(size)] + (["--vmap", str(vmap)] if vmap else []) + (["--seed", str(seed)] if seed else [])
     bench = run(BenchRequest(project=project, sizes=[size], vmap=vmap, seed=seed, timeout=timeout, argv=argv))
     report.findings += bench.report.findings

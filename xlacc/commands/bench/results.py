@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlacc.bench import stats
-from xlacc.bench.cards import Card, card_for
+from xlacc.commands.bench import stats
+from xlacc.commands.bench.cards import Card, card_for
 
 NEAR_DISPATCH = 1.5  # a call (or a chain) within this factor of an empty jit's dispatch takes the host's time
 

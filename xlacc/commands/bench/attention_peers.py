@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from xlacc.bench.peers import PeerCall, PeerUnavailable
+from xlacc.commands.bench.peers import PeerCall, PeerUnavailable
 
 PALLAS_BLOCKS = (8, 4, 2, 1)  # pages_per_compute_block candidates, largest dividing a partition
 
@@ -41,13 +41,13 @@ class CudnnPaged:
     label = "cudnn paged"
 
     def prepare(self, operands: list[Any], attrs: dict[str, Any], device: Any) -> PeerCall:
-        import jax.numpy as jnp
+        import jax.numpy as jnp  # lazy: jax only in the bench child
 
         _needs_gpu(device, "cuDNN")
         query, key_cache, value_cache, tables, lens = operands
         _needs_16_bit(query, "cuDNN attention")
         try:
-            from jax._src.cudnn.fused_attention_stablehlo import MaskType, paged_attention
+            from jax._src.cudnn.fused_attention_stablehlo import MaskType, paged_attention  # lazy: a private module, guarded
         except ImportError as exc:
             raise PeerUnavailable(f"this jax has no cuDNN paged attention ({exc})") from None
         keys, values, max_blocks = _dense_pool(key_cache, value_cache, tables)
@@ -68,7 +68,7 @@ class CudnnSdpa:
     label = "cudnn sdpa (dense cache)"
 
     def prepare(self, operands: list[Any], attrs: dict[str, Any], device: Any) -> PeerCall:
-        import jax
+        import jax  # lazy: jax only in the bench child
 
         _needs_gpu(device, "cuDNN")
         query, key_cache, value_cache, tables, lens = operands
@@ -92,7 +92,7 @@ class PallasPaged:
     def prepare(self, operands: list[Any], attrs: dict[str, Any], device: Any) -> list[PeerCall]:
         _needs_gpu(device, "Pallas GPU paged attention")
         try:
-            from jax.experimental.pallas.ops.gpu import paged_attention as pallas
+            from jax.experimental.pallas.ops.gpu import paged_attention as pallas  # lazy: an experimental module, guarded
         except ImportError as exc:
             raise PeerUnavailable(f"this jax has no Pallas GPU paged attention ({exc})") from None
         query, key_cache, value_cache, tables, lens = operands

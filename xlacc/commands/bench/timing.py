@@ -49,7 +49,7 @@ class Contender:
 def chained(call: Callable[..., Any], length: int, sets: int, scope: str, barriers: bool) -> Callable[..., Any]:
     """A function of ``sets`` operand lists running ``call`` ``length`` times, each call after the
     previous (see the module's docstring); it returns every call's result."""
-    import jax
+    import jax  # lazy: jax only in the bench child
 
     def run(*operand_sets):
         results, previous = [], None
@@ -79,7 +79,7 @@ def per_call_seconds(call: Callable[..., Any], operands: list[Any], on_gpu: bool
     """A first estimate of one call's time, to size the chains: on a GPU from a chain of
     PROBE_CHAIN calls, so that a dispatch slower than the kernel (tens of microseconds on some
     hosts) does not pass for it; on XLA:CPU from one call."""
-    import jax
+    import jax  # lazy: jax only in the bench child
 
     if not on_gpu:
         compiled = jax.jit(call).lower(*operands).compile()
@@ -94,7 +94,7 @@ def per_call_seconds(call: Callable[..., Any], operands: list[Any], on_gpu: bool
 def compile_chain(contender: Contender, length: int, scope: str, on_gpu: bool) -> None:
     """Compile the chain over min(K, length) operand sets; where K is larger, each run of the
     chain is handed the next ones in turn (:func:`run_chain`), so consecutive calls never share a set."""
-    import jax
+    import jax  # lazy: jax only in the bench child
 
     contender.window = min(len(contender.operand_sets), length)
     function = chained(contender.call, length, contender.window, scope, barriers=on_gpu)
@@ -111,7 +111,7 @@ def run_chain(contender: Contender) -> Any:
 
 
 def wait(value: Any) -> None:
-    import jax
+    import jax  # lazy: jax only in the bench child
 
     jax.block_until_ready(value)
 
@@ -158,8 +158,8 @@ def interleave(contenders: list[Contender], length: int, rounds: int, samples: i
 def dispatch_seconds(device: Any) -> float:
     """What the host takes to queue one call of a jit doing almost nothing (one element plus
     one), the floor under any one-call-per-jit time."""
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: jax only in the bench child
+    import jax.numpy as jnp  # lazy: jax only in the bench child
 
     tiny = jax.device_put(jnp.zeros((1,), jnp.float32), device)
     step = jax.jit(lambda x: x + 1)
@@ -183,7 +183,7 @@ def copy_rate(device: Any, nbytes: int, rounds: int = 3, samples: int = 3, on_gp
     streaming ``x + 1`` over the same bytes, chained as the contenders are and timed in turns; the
     faster is the practical limit the contenders' rates are shares of. Also checks that the copy's
     compiled chain holds one copy per call (else the rate would not be a copy's)."""
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # lazy: jax only in the bench child
 
     source = jax_zeros(device, max(1, nbytes // 4))
     kernels = {"copy": jnp.copy, "x + 1": lambda x: x + 1}
@@ -206,7 +206,7 @@ def copy_rate(device: Any, nbytes: int, rounds: int = 3, samples: int = 3, on_gp
 
 
 def jax_zeros(device: Any, count: int) -> Any:
-    import jax
-    import jax.numpy as jnp
+    import jax  # lazy: jax only in the bench child
+    import jax.numpy as jnp  # lazy: jax only in the bench child
 
     return jax.device_put(jnp.zeros((count,), jnp.float32), device)

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from xlacc import cli
-from xlacc.report import EXIT_OK, EXIT_USAGE
+from xlacc.ground.report import EXIT_OK, EXIT_USAGE
 
 pytest.importorskip("jax", reason="xlacc bench's child process needs jax (pip install -e '.[jax]')")
 if shutil.which("g++") is None:
     pytest.skip("cpu projects build with g++, which is not on PATH", allow_module_level=True)
 
-from test_smoke_support import REPO, new_project  # noqa: E402
+from smoke_support import REPO, new_project  # noqa: E402
 
 SVG = "{http://www.w3.org/2000/svg}"
 QUICK = ("--rounds", "2", "--samples", "2")

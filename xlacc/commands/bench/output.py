@@ -10,8 +10,9 @@ import json
 import sys
 from pathlib import Path
 
-from xlacc.bench import cards, chart
-from xlacc.bench.results import BenchResult, Row
+from xlacc.commands.bench import cards, chart
+from xlacc.commands.bench.results import BenchResult, Row
+from xlacc.ground.report import use_color
 
 NO_TERMINAL_WIDTH = 4000
 COLUMNS = ["problem", "contender", "median us", "IQR us", "95% CI us", "n", "GB/s", "TFLOP/s", "% of copy", "% of peak BW", "% of peak FLOP/s", "vs the op", "notes"]
@@ -65,10 +66,8 @@ def table(result: BenchResult) -> list[list[str]]:
 
 def print_table(result: BenchResult, title: str) -> None:
     """The header and the table on stdout: rich's table on a terminal, plain columns otherwise."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from xlacc.report import use_color
+    from rich.console import Console  # lazy: rich only where a table is printed (start-up time)
+    from rich.table import Table  # lazy: as above
 
     # Off a terminal (a pipe, a CI log) the table is not wrapped, so each row stays one line to grep.
     console = Console(no_color=not use_color(), highlight=False, width=None if sys.stdout.isatty() else NO_TERMINAL_WIDTH)

@@ -2,5 +2,5 @@
 process, with spread, a roofline and a chart.
 
 The parent side (``command``, ``output``, ``chart``, ``stats``, ``cards``) imports no jax; the child
-(``harness``, ``timing``, ``peers``, ``attention_peers``) runs under ``python -m xlacc.bench.harness``.
+(``harness``, ``timing``, ``peers``, ``attention_peers``) runs under ``python -m xlacc.commands.bench.harness``.
 """

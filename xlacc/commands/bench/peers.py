@@ -10,6 +10,7 @@ peer that cannot run here (no GPU, a jax without the private API it uses) raises
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from dataclasses import dataclass
@@ -62,8 +63,6 @@ def name_of(reference: str) -> str:
 
 def prepare(reference: str, operands: list[Any], attrs: dict[str, Any], device: Any) -> list[PeerCall]:
     """The calls to time for one peer at one problem (device arrays in ``operands``)."""
-    import functools
-
     peer = load(reference)
     if hasattr(peer, "prepare"):
         prepared = peer.prepare(operands, attrs, device)

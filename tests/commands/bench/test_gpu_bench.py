@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from test_smoke_support import new_project
+from smoke_support import new_project
 
 from .test_command import bench
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from xlacc.bench import timing
+from xlacc.commands.bench import timing
 
 jax = pytest.importorskip("jax", reason="the bench's timing runs jax")
 jnp = jax.numpy

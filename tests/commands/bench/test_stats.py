@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from xlacc.bench import stats
+from xlacc.commands.bench import stats
 
 
 def test_summary_of_known_samples():

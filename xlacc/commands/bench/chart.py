@@ -12,7 +12,7 @@ import html
 import math
 from pathlib import Path
 
-from xlacc.bench.results import BenchResult, Row
+from xlacc.commands.bench.results import BenchResult, Row
 
 WIDTH, HEIGHT = 860, 480
 LEFT, RIGHT, TOP, BOTTOM = 80, 230, 50, 110

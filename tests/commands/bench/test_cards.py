@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from xlacc.bench import cards
+from xlacc.commands.bench import cards
 
 
 @pytest.mark.parametrize("device, name, gbps", [

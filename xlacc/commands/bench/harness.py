@@ -1,8 +1,8 @@
-"""The bench child: ``python -m xlacc.bench.harness --project DIR --records FILE [...]``.
+"""The bench child: ``python -m xlacc.commands.bench.harness --project DIR --records FILE [...]``.
 
 For each problem it puts the operands on the device, prepares every contender (the op, the op
 under vmap, XLA's own implementation of the reference, the peers), compiles each as a chain
-(:mod:`xlacc.bench.timing`), picks the fastest configuration of a peer that offers several, and
+(:mod:`xlacc.commands.bench.timing`), picks the fastest configuration of a peer that offers several, and
 times them all in turns. Raw samples go to the records; ``xlacc bench`` does the statistics.
 
 Exit codes as the run-smoke harnesses: 0 done; 1 a step failed; 3 a cuda project where jax sees no GPU.
@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from xlacc.bench import environment, peers as peers_mod, timing
-from xlacc.bench.cards import card_for
-from xlacc.runtime.harness import DEFAULT_SIZES, Harness, Project, as_tuple, first_line, leave, load_project, spec_dtype
-from xlacc.runtime.records import RecordWriter
+from xlacc.commands.bench import environment, peers as peers_mod, timing
+from xlacc.commands.bench.cards import card_for
+from xlacc.commands.new import transform_plan
+from xlacc.commands.smoke.harness import DEFAULT_SIZES, Harness, Project, as_tuple, first_line, leave, load_project, spec_dtype
+from xlacc.commands.smoke.records import RecordWriter
 
 COPY_BYTES = {"gpu": 256 << 20, "cpu": 32 << 20}
 CPU_CACHE_FALLBACK_MIB = 32.0
@@ -96,7 +97,7 @@ class BenchHarness(Harness):
 
     # -- setting up ----------------------------------------------------------------------------
     def start(self) -> None:
-        import jax
+        import jax  # lazy: jax only in the bench child
 
         dtypes = {d for t in self.spec.inputs + self.spec.outputs for d in t.dtypes}
         if dtypes & {"f64", "i64"}:
@@ -162,7 +163,7 @@ class BenchHarness(Harness):
 
     # -- one problem -------------------------------------------------------------------------------
     def bench(self, problem: Problem) -> None:
-        import jax
+        import jax  # lazy: jax only in the bench child
 
         operands = [jax.device_put(a, self.device) for a in problem.operands]
         op = functools.partial(self.op, **problem.attrs)
@@ -206,7 +207,7 @@ class BenchHarness(Harness):
         self.check(f"bench {problem.label}", True, f"{len(contenders)} timed, {length} calls per chain, {sets} operand set(s)")
 
     def contenders(self, problem: Problem, operands: list[Any], op: Any) -> list[Any]:
-        import jax
+        import jax  # lazy: jax only in the bench child
 
         found: list[Any] = [timing.Contender(self.spec.name, "op", op, [operands])]
         if self.args.vmap:
@@ -227,11 +228,9 @@ class BenchHarness(Harness):
 
     def vmap_contender(self, problem: Problem, op: Any) -> Any:
         """The op under jax.vmap over --vmap examples cut from the same operands: the same total size."""
-        import jax
+        import jax  # lazy: the child imports jax once the project is loaded
 
-        from xlacc import transforms
-
-        folding = transforms.folding_inputs(self.spec) or ()
+        folding = transform_plan.folding_inputs(self.spec) or ()
         batch = self.args.vmap
         cut = [a.reshape((batch, a.shape[0] // batch) + a.shape[1:]) if t.name in folding and a.ndim and a.shape[0] % batch == 0 else None
                for t, a in zip(self.spec.inputs, problem.operands)]  # fmt: skip
@@ -252,7 +251,7 @@ class BenchHarness(Harness):
 
     @staticmethod
     def copies(operands: list[Any], sets: int) -> list[list[Any]]:
-        import jax.numpy as jnp
+        import jax.numpy as jnp  # lazy: jax only in the bench child
 
         return [list(operands)] + [[jnp.copy(a) for a in operands] for _ in range(sets - 1)]
 
@@ -341,7 +340,7 @@ class BenchHarness(Harness):
 
     def trace(self, contenders: list[Any], label: str) -> None:
         """Each contender's chain once more under jax.profiler, into a folder of --trace per problem."""
-        import jax
+        import jax  # lazy: jax only in the bench child
 
         self.traced += 1
         folder = self.args.trace / f"{self.traced:02d}-{''.join(c if c.isalnum() else '-' for c in label).strip('-')}"
