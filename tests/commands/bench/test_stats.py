@@ -48,6 +48,15 @@ def test_separate_intervals_are_a_difference():
     assert "(faster)" in stats.compare(slower, base).words
 
 
+def test_too_few_samples_decide_nothing():
+    """One sample each is a point: points never overlap, yet say nothing about noise."""
+    verdict = stats.compare(stats.summarize([10.0]), stats.summarize([17.0]))
+    assert not verdict.significant and not verdict.decidable
+    assert verdict.words == "1.70x its time, too few samples to tell"
+    five = stats.compare(stats.summarize([1.0, 1.1, 1.2, 1.3, 1.4]), stats.summarize([9.0] * 5))
+    assert not five.decidable  # five samples bound a median with 94% at best
+
+
 def test_scaled_keeps_the_count_and_coverage():
     summary = stats.summarize([1e-6, 2e-6, 3e-6]).scaled(1e6)
     assert summary.median == pytest.approx(2.0) and summary.n == 3

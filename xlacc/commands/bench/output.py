@@ -101,7 +101,7 @@ def write_csv(path: Path, result: BenchResult) -> None:
             versus = row.versus_op
             writer.writerow([row.problem, row.name, row.role, t.median, t.q1, t.q3, t.low, t.high, t.coverage, t.n, problem.bytes, problem.flops or "",
                              _blank(row.gbps), _blank(row.tflops), _blank(row.copy_share), _blank(row.peak_bandwidth_share), _blank(row.peak_flops_share),
-                             versus.ratio if versus else "", versus.significant if versus else "", row.host_bound, row.note])  # fmt: skip
+                             versus.ratio if versus else "", versus.significant if versus and versus.decidable else "", row.host_bound, row.note])  # fmt: skip
     path.write_text(buffer.getvalue(), encoding="utf-8")
 
 

@@ -72,19 +72,25 @@ def median_interval_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, 
 class Verdict:
     ratio: float  # the other's median over the base's: 2.0 means the other takes twice as long
     significant: bool  # the intervals do not overlap
+    decidable: bool = True  # both intervals reach 95% (at least 6 samples each)
 
     @property
     def words(self) -> str:
+        if not self.decidable:
+            return f"{self.ratio:.2f}x its time, too few samples to tell"
         if not self.significant:
             return f"{self.ratio:.2f}x its time, within noise"
         return f"{self.ratio:.2f}x its time" + (" (slower)" if self.ratio > 1 else " (faster)")
 
     def to_json(self) -> dict[str, Any]:
-        return {"ratio": self.ratio, "significant": self.significant}
+        return {"ratio": self.ratio, "significant": self.significant, "decidable": self.decidable}
 
 
 def compare(base: Summary, other: Summary) -> Verdict:
-    """The other against the base: a difference is significant only when the medians' intervals
-    do not overlap."""
+    """The other against the base: a difference is significant only when the medians' 95%
+    intervals do not overlap; with too few samples for such intervals, nothing is decided."""
+    ratio = other.median / base.median if base.median else math.inf
+    if min(base.coverage, other.coverage) < CONFIDENCE:
+        return Verdict(ratio, False, decidable=False)
     overlap = other.low <= base.high and base.low <= other.high
-    return Verdict(other.median / base.median if base.median else math.inf, not overlap)
+    return Verdict(ratio, not overlap)
