@@ -127,7 +127,7 @@ class BenchHarness(Harness):
     def problems(self):
         """The shapes asked for (the reference's bench_inputs) or sizes (its example_inputs), by
         dtype; with neither, the reference's BENCH_SHAPES for this platform, else run-smoke's sizes."""
-        rng = lambda: np.random.default_rng(self.args.seed)  # noqa: E731: every problem from the same seed
+        rng = lambda: np.random.default_rng(self.args.seed)  # noqa: E731 (every problem from the same seed)
         module = self.project.reference_module
         shapes = self.args.shapes
         if not shapes and not self.args.sizes:

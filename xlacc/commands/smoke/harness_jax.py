@@ -3,7 +3,7 @@
 Runs in a child process (xlacc starts it through ``xlacc.commands.smoke.runner``) because registering or
 calling a broken custom call can kill the process. Checks, each recorded as it finishes:
 registration, lowering (and compiling), numerics against the reference, then vmap, grad and
-sharding (``harness_transforms``). ``run-smoke --bench`` times the op afterwards through ``xlacc
+sharding (``harness_transform_checks``). ``run-smoke --bench`` times the op afterwards through ``xlacc
 bench`` (its own child); ``--bench`` here adds only the sharded timing.
 
 Exit codes: 0 passed; 1 a check failed; 3 (``xlacc.ground.report.EXIT_NEEDS_GPU``) a cuda project on a
