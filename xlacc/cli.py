@@ -94,7 +94,7 @@ def _root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
-    """xlacc: new, update, build, run-smoke, doctor."""
+    """xlacc: new, update, build, run-smoke, bench, doctor."""
     trailing = (ctx.obj or {}).get("command")
     if trailing and ctx.invoked_subcommand not in TRAILING_COMMAND:
         takers = " and ".join(f"xlacc {name}" for name in TRAILING_COMMAND)
@@ -243,27 +243,78 @@ def run_smoke(
     rtol: Optional[float] = typer.Option(None, "--rtol", metavar="X", help="Relative tolerance, a finite number >= 0 (default: by dtype)."),
     atol: Optional[float] = typer.Option(None, "--atol", metavar="X", help="Absolute tolerance, a finite number >= 0 (default: by dtype)."),
     timeout: float = typer.Option(300.0, "--timeout", metavar="SECONDS", help="Seconds each child process may run (the build before them too)."),
-    bench: bool = typer.Option(False, "--bench", help="Also time the custom call against XLA's own op."),
+    bench: bool = typer.Option(False, "--bench", help="Then run `xlacc bench` at the largest size: the op, the op under vmap and XLA's own, in turns in one process."),
     devices: Optional[int] = typer.Option(None, "--devices", metavar="N", help="Shard over N devices (default: every GPU when there are several)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the custom call in a child process: registration, lowering, numerics, vmap, grad, sharding, speed."""
     from xlacc.commands.smoke import run_smoke as smoke
 
-    report = smoke.run(
-        smoke.SmokeRequest(
+    request = smoke.SmokeRequest(
+        project=project,
+        framework=framework,
+        sizes=_integers(sizes, "--sizes"),
+        seed=seed,
+        rtol=rtol,
+        atol=atol,
+        timeout=timeout,
+        bench=bench,
+        devices=devices,
+    )
+    report = smoke.run(request)
+    if bench and framework in (None, "jax"):  # the short form of `xlacc bench`: the same code, at the largest size
+        from xlacc.commands.bench import command as bench_command
+
+        bench_command.extend_smoke(report, project, request.sizes, seed, timeout)
+    raise typer.Exit(emit(report, as_json))
+
+
+@command()
+def bench(
+    ctx: typer.Context,
+    project: Path = typer.Argument(Path("."), metavar="[DIR]", show_default=False, help="The project directory (default: .)."),
+    sizes: Optional[str] = typer.Option(None, "--sizes", metavar="N[,N]", help="Element counts for the reference's example_inputs (default: its BENCH_SHAPES, else run-smoke's sizes)."),
+    shapes: Optional[List[str]] = typer.Option(None, "--shape", metavar="AxB[,AxB]", help="Shapes for the reference's bench_inputs, such as 64x2048 (repeatable)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", metavar="DTYPE[,DTYPE]", help="Element types to time (default: the op's first)."),
+    rounds: int = typer.Option(5, "--rounds", metavar="N", help="Rounds in which the contenders take turns."),
+    samples: int = typer.Option(3, "--samples", metavar="N", help="Samples of each contender per round."),
+    cold_l2: bool = typer.Option(False, "--cold-l2", help="Rotate operand copies of at least twice the L2, so no call finds its operands cached."),
+    vmap: int = typer.Option(0, "--vmap", metavar="N", help="Also time the op under jax.vmap over N examples of the same total size."),
+    trace: Optional[Path] = typer.Option(None, "--trace", metavar="DIR", help="Write a jax.profiler trace of the timed calls here."),
+    no_command_buffers: bool = typer.Option(False, "--no-command-buffers", help="Run with XLA's command buffers off (each kernel its own event in a trace)."),
+    json_file: Optional[Path] = typer.Option(None, "--json", metavar="FILE", help="Write every figure and sample as JSON."),
+    csv_file: Optional[Path] = typer.Option(None, "--csv", metavar="FILE", help="Write the table as CSV."),
+    chart_file: Optional[Path] = typer.Option(None, "--chart", metavar="FILE.svg|FILE.html", help="Write a chart of time per call against the problem, with the roofline."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the random inputs."),
+    timeout: float = typer.Option(600.0, "--timeout", metavar="SECONDS", help="Seconds the build and the bench's child process may each run."),
+) -> None:
+    """Time the op against XLA's own implementation and the peers its template or project names.
+
+    Every contender runs in one child process, in turns; the table gives the median, the spread
+    and the sample count, GB/s and TFLOP/s, and the share of a copy and of the card's peaks."""
+    from xlacc.commands.bench import command as bench_command
+
+    run_result = bench_command.run(
+        bench_command.BenchRequest(
             project=project,
-            framework=framework,
             sizes=_integers(sizes, "--sizes"),
+            shapes=[part for value in shapes for part in _some(value, "--shape")] if shapes else None,
+            dtypes=_some(dtype, "--dtype") if dtype is not None else None,
+            rounds=rounds,
+            samples=samples,
+            cold_l2=cold_l2,
+            vmap=vmap,
+            trace=trace,
+            command_buffers=not no_command_buffers,
+            json_file=json_file,
+            csv_file=csv_file,
+            chart_file=chart_file,
             seed=seed,
-            rtol=rtol,
-            atol=atol,
             timeout=timeout,
-            bench=bench,
-            devices=devices,
+            argv=list((ctx.obj or {}).get("argv", [])),
         )
     )
-    raise typer.Exit(emit(report, as_json))
+    raise typer.Exit(bench_command.show(run_result, as_json=False))
 
 
 @command()
@@ -368,7 +419,7 @@ def run(argv: list[str]) -> int:
         return _failed(f"{repeated} is given twice; it takes one value (a comma-separated list where it takes several)", EXIT_USAGE, argv)
     try:
         # Without standalone mode typer returns a command's exit code instead of exiting.
-        code = app(args=argv, standalone_mode=False, prog_name="xlacc", obj={"command": command})
+        code = app(args=argv, standalone_mode=False, prog_name="xlacc", obj={"command": command, "argv": argv})
     except typer.Exit as exc:
         return exc.exit_code
     except XlaccError as exc:

@@ -64,7 +64,8 @@ BASE_DIR = f"{RECORD_DIR}/base"  # the files as xlacc last wrote them, for three
 # Every key each table may hold; anything else is a mistake worth naming (a misspelt key would
 # otherwise be ignored silently).
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("op", "inputs", "outputs", "attrs", "build", "from", "sharding", "backward", "generated"),
+    "": ("op", "inputs", "outputs", "attrs", "build", "from", "sharding", "backward", "generated", "bench"),
+    "bench": ("peers",),  # read by `xlacc bench` (module:function peers to time the op against)
     "op": ("name", "target", "template", "platform", "api", "frameworks", "reference"),
     "inputs": ("name", "dtype", "shape"),
     "outputs": ("name", "dtype", "shape", "alias", "scratch"),
@@ -142,6 +143,7 @@ def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
     outputs = tuple(reader.tensor(t, f"outputs[{i}]", is_output=True) for i, t in enumerate(reader.array(raw, "outputs")))
     attrs = tuple(reader.attr(a, f"attrs[{i}]") for i, a in enumerate(reader.array(raw, "attrs", required=False)))
     reader.check_distinct_names(inputs, outputs, attrs)  # before [backward] and the rest name them
+    reader.table(raw, "bench")  # its keys; `xlacc bench` reads the peers it names
     spec = Spec(
         name=name,
         target=reader.get(op, "op.target", check_target, default=name),

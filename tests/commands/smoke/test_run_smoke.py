@@ -82,18 +82,27 @@ def test_every_dtype_of_a_generic_op_passes_with_its_tolerance(tmp_path):
 
 
 def test_bench_times_custom_call_and_xla_in_one_run(tmp_path):
-    """The default project (add, typed FFI) passes every check, and --bench times it at the largest size."""
+    """The default project (add, typed FFI) passes every check, and --bench runs `xlacc bench` at
+    the largest size: the op, the op under vmap and XLA's add in turns in one process, so the
+    unbatched call has one time, which the vmap line is measured against."""
     project = new_project(tmp_path, "add_ffi")
     code, payload, _ = run_smoke(project, "--framework", "jax", "--bench")
     assert code == EXIT_OK, payload
-    assert_passes_through_jax(payload, "add", "ffi")
-    bench = payload["bench"]
-    assert bench["size"] == 1 << 20 and bench["dtype"] == "f32"
-    assert bench["bytes"] == 3 * 4 * (1 << 20)  # reference.bytes_moved: two operands and the result
-    assert bench["custom_us"] > 0 and bench["native_us"] > 0 and bench["samples"] >= 5
-    assert bench["ratio"] == pytest.approx(bench["native_us"] / bench["custom_us"])
-    assert bench["custom_gbps"] == pytest.approx(bench["bytes"] / bench["custom_us"] / 1e3)
-    assert "x XLA's speed" in checks(payload)["bench"]["detail"]
+    bench_check = checks(payload).pop("bench")
+    assert_passes_through_jax({**payload, "checks": [c for c in payload["checks"] if c["name"] != "bench"]}, "add", "ffi")
+    problem = payload["bench"]["problems"][0]
+    assert problem["label"] == "n=1048576 f32"
+    assert problem["bytes"] == 3 * 4 * (1 << 20)  # reference.bytes_moved: two operands and the result
+    rows = {r["name"]: r for r in problem["rows"]}
+    assert set(rows) == {"add_ffi", "vmap x8", "xla"}
+    assert all(r["time_us"]["n"] >= 5 and r["time_us"]["median"] > 0 for r in rows.values())
+    op_us = rows["add_ffi"]["time_us"]["median"]
+    assert rows["xla"]["versus_op"]["ratio"] == pytest.approx(rows["xla"]["time_us"]["median"] / op_us)
+    assert rows["vmap x8"]["versus_op"]["ratio"] == pytest.approx(rows["vmap x8"]["time_us"]["median"] / op_us)
+    assert rows["add_ffi"]["gbps"] == pytest.approx(problem["bytes"] / op_us / 1e3)
+    detail = bench_check["detail"]
+    assert detail.count(f"add_ffi {op_us:.1f} us") == 1 and "vmap x8" in detail and "its time" in detail
+    assert "all timed in turns in one process" in detail
 
 
 # -- sharded over host devices (XLA_FLAGS=--xla_force_host_platform_device_count, as on several GPUs) --
@@ -109,7 +118,7 @@ def test_add_sharded_over_two_host_devices_runs_once_per_shard_and_benches(tmp_p
     assert by_name["grad"]["ok"] is True and "check_grads" in by_name["grad"]["detail"]
     assert payload["bench_sharded"]["devices"] == 2 and payload["bench_sharded"]["custom_us"] > 0
     assert payload["bench_sharded"]["ratio"] == pytest.approx(payload["bench_sharded"]["native_us"] / payload["bench_sharded"]["custom_us"])
-    assert payload["bench_vmap"]["batch"] == 8 and payload["bench_vmap"]["vmap_us"] > 0
+    assert {r["name"] for r in payload["bench"]["problems"][0]["rows"]} == {"add_ffi", "vmap x8", "xla"}
 
 
 @pytest.mark.parametrize("template, checked", [

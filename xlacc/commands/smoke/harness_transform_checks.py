@@ -4,8 +4,8 @@ What the op should do under each comes from ``xlacc.commands.new.transform_plan`
 [backward]); these checks run it and read the compiled HLO: one launch under vmap, gradients
 against finite differences and the reference, and per sharded factor no collective around the
 custom call, the output split as the inputs, numerics against the reference. With ``--bench``:
-the sharded op against XLA's own on the same sharded inputs and against one device, and vmap
-against the unbatched call on the same total size.
+the sharded op against XLA's own on the same sharded inputs and against one device (vmap against
+the unbatched call is `xlacc bench --vmap`, which run-smoke --bench runs).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ VMAP_EXAMPLES = 3
 VMAP_SIZE = 10_007
 GRAD_SIZE = 300
 GRAD_RTOL = GRAD_ATOL = 1e-4
-BENCH_VMAP_BATCH = 8
 
 
 class TransformChecks:
@@ -46,12 +45,9 @@ class TransformChecks:
         if devices:
             with self.h.step(f"sharded over {len(devices)} devices", "sharding"):
                 self.check_sharding(devices)
-        if self.h.args.bench:
-            with self.h.step("bench vmap"):
-                self.bench_vmap()
-            if devices:
-                with self.h.step("bench sharded"):
-                    self.bench_sharded(devices)
+        if self.h.args.bench and devices:
+            with self.h.step("bench sharded"):
+                self.bench_sharded(devices)
 
     # -- helpers --------------------------------------------------------------------------------
     def example(self, size: int, seed_offset: int = 0, dtype: str | None = None) -> tuple[list[Any], dict[str, Any]]:
@@ -285,34 +281,6 @@ class TransformChecks:
             True,
             f"split along {_label(split.factor)} over {len(devices)} devices: custom {custom_s * 1e6:.1f} us, XLA {native_s * 1e6:.1f} us "
             f"({result['ratio']:.3f}x XLA's speed); one device {single_s * 1e6:.1f} us ({result['scaling']:.2f}x from sharding)",
-        )
-
-    def bench_vmap(self) -> None:
-        import jax
-
-        folding = transforms.folding_inputs(self.spec)
-        if folding is None:
-            self.h.check("bench vmap", None, "not run: a vmap batch runs one launch per example")
-            return
-        operands, attrs = self.example(self.largest_size(), 3)
-        rule = self.spec.sharding.parsed
-        starts = rule.folds(rule.operands)
-        batch = min([BENCH_VMAP_BATCH] + [np.shape(a)[0] for a, s in zip(operands, starts) if s and np.ndim(a)])
-        if batch < 2:
-            self.h.check("bench vmap", None, "not run: the example's leading dim is too short to cut into a batch")
-            return
-        whole = [_even(a, 0, batch) if s else a for a, s in zip(operands, starts)]
-        batched = [a.reshape((batch, a.shape[0] // batch) + a.shape[1:]) if s else a for a, s in zip(whole, starts)]
-        in_axes = [0 if s else None for s in starts]
-        single_s = time_call(jax.jit(self.h.op(attrs)), self.h.put(whole)).seconds
-        vmap_s = time_call(jax.jit(jax.vmap(self.h.op(attrs), in_axes=in_axes)), self.h.put(batched)).seconds
-        result = {"batch": batch, "unbatched_us": single_s * 1e6, "vmap_us": vmap_s * 1e6, "ratio": vmap_s / single_s}
-        self.h.writer.data("bench_vmap", result)
-        self.h.check(
-            "bench vmap",
-            True,
-            f"vmap over {batch} x {list(np.shape(batched[0])[1:])}: {vmap_s * 1e6:.1f} us; the unbatched call on the same "
-            f"{list(np.shape(whole[0]))}: {single_s * 1e6:.1f} us ({result['ratio']:.3f}x its time)",
         )
 
 

@@ -1,0 +1,120 @@
+"""The paged-attention template's peers: cuDNN's paged attention, cuDNN's dense SDPA, and JAX's
+Pallas GPU paged attention, all reached through jax's private or experimental modules (named in
+the reference, section 8). Each is guarded: where its module, the GPU or the dtype is missing it
+raises PeerUnavailable with the reason, and the bench goes on without it.
+
+The template's operands are vLLM's: query [seqs, heads, head], key_cache and value_cache [blocks,
+block, kv_heads, head], block_tables [seqs, max_blocks] and seq_lens [seqs]. Each peer's prepare()
+rearranges them once into the layout the peer reads; only the peer's call is timed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xlacc.commands.bench.peers import PeerCall, PeerUnavailable
+
+PALLAS_BLOCKS = (8, 4, 2, 1)  # pages_per_compute_block candidates, largest dividing a partition
+
+
+def _needs_gpu(device: Any, what: str) -> None:
+    if getattr(device, "platform", "cpu") != "gpu":
+        raise PeerUnavailable(f"{what} runs on NVIDIA GPUs only (this run is on XLA:{str(getattr(device, 'platform', 'cpu')).upper()})")
+
+
+def _needs_16_bit(query: Any, what: str) -> None:
+    if query.dtype.itemsize != 2:
+        raise PeerUnavailable(f"{what} takes bf16 or f16; this problem is {query.dtype}")
+
+
+def _dense_pool(key_cache: Any, value_cache: Any, tables: Any) -> tuple[Any, Any, int]:
+    """Each sequence's blocks copied into a pool of its own, in order: [seqs * max_blocks, ...]."""
+    num_seqs, max_blocks = tables.shape
+    shape = (num_seqs * max_blocks, *key_cache.shape[1:])
+    return key_cache[tables].reshape(shape), value_cache[tables].reshape(shape), max_blocks
+
+
+class CudnnPaged:
+    """``jax._src.cudnn.fused_attention_stablehlo.paged_attention`` (decode: one query token); it
+    needs a pool of exactly seqs x blocks_per_seq blocks, so the cache is copied into one first."""
+
+    label = "cudnn paged"
+
+    def prepare(self, operands: list[Any], attrs: dict[str, Any], device: Any) -> PeerCall:
+        import jax.numpy as jnp  # lazy: jax only in the bench child
+
+        _needs_gpu(device, "cuDNN")
+        query, key_cache, value_cache, tables, lens = operands
+        _needs_16_bit(query, "cuDNN attention")
+        try:
+            from jax._src.cudnn.fused_attention_stablehlo import MaskType, paged_attention  # lazy: a private module, guarded
+        except ImportError as exc:
+            raise PeerUnavailable(f"this jax has no cuDNN paged attention ({exc})") from None
+        keys, values, max_blocks = _dense_pool(key_cache, value_cache, tables)
+        num_seqs = query.shape[0]
+        page_table = jnp.arange(num_seqs * max_blocks, dtype=jnp.int32).reshape(num_seqs, 1, max_blocks, 1)
+        ones = jnp.ones((num_seqs,), jnp.int32)
+
+        def call(q, k, v, q_lens, kv_lens, table):
+            return paged_attention(q, k, v, q_lens, kv_lens, table, table, scale=attrs["scale"], mask_type=MaskType.PADDING)
+
+        return PeerCall(self.label, call, [query[:, None], keys, values, ones, lens, page_table], "pool copied to seqs x blocks_per_seq blocks")
+
+
+class CudnnSdpa:
+    """``jax.nn.dot_product_attention(implementation="cudnn")`` over the cache gathered dense
+    ([seqs, max_tokens, kv_heads, head]): the dense kernel's speed on the same tokens."""
+
+    label = "cudnn sdpa (dense cache)"
+
+    def prepare(self, operands: list[Any], attrs: dict[str, Any], device: Any) -> PeerCall:
+        import jax  # lazy: jax only in the bench child
+
+        _needs_gpu(device, "cuDNN")
+        query, key_cache, value_cache, tables, lens = operands
+        _needs_16_bit(query, "cuDNN attention")
+        keys, values, max_blocks = _dense_pool(key_cache, value_cache, tables)
+        dense = (query.shape[0], max_blocks * key_cache.shape[1], *key_cache.shape[2:])
+
+        def call(q, k, v, kv_lens):
+            return jax.nn.dot_product_attention(q, k, v, scale=attrs["scale"], key_value_seq_lengths=kv_lens, implementation="cudnn")
+
+        return PeerCall(self.label, call, [query[:, None], keys.reshape(dense), values.reshape(dense), lens], "cache gathered dense first")
+
+
+class PallasPaged:
+    """``jax.experimental.pallas.ops.gpu.paged_attention``: pages [kv_heads, blocks, block, head],
+    no scale (the query is scaled first), pages_per_sequence % k_splits == 0. The candidates are
+    the k_splits that first gives every SM a program and its neighbours; the bench keeps the fastest."""
+
+    label = "pallas paged"
+
+    def prepare(self, operands: list[Any], attrs: dict[str, Any], device: Any) -> list[PeerCall]:
+        _needs_gpu(device, "Pallas GPU paged attention")
+        try:
+            from jax.experimental.pallas.ops.gpu import paged_attention as pallas  # lazy: an experimental module, guarded
+        except ImportError as exc:
+            raise PeerUnavailable(f"this jax has no Pallas GPU paged attention ({exc})") from None
+        query, key_cache, value_cache, tables, lens = operands
+        pages = [key_cache.transpose(2, 0, 1, 3), value_cache.transpose(2, 0, 1, 3)]
+        scaled = query * attrs["scale"]
+        calls = []
+        for splits in self.split_candidates(tables.shape[1], query.shape[0] * key_cache.shape[2], getattr(device, "core_count", 132)):
+            block = next(b for b in PALLAS_BLOCKS if (tables.shape[1] // splits) % b == 0)
+
+            def call(q, k, v, t, n, splits=splits, block=block):
+                return pallas.paged_attention(q, k, v, t, n, k_splits=splits, pages_per_compute_block=block)
+
+            calls.append(PeerCall(f"{self.label} (k_splits {splits}, block {block})", call, [scaled, *pages, tables, lens]))
+        return calls
+
+    @staticmethod
+    def split_candidates(pages_per_sequence: int, programs: int, sms: int) -> list[int]:
+        splits = [k for k in (1, 2, 4, 8, 16, 32, 64) if pages_per_sequence % k == 0]
+        filling = next((i for i, k in enumerate(splits) if programs * k >= sms), len(splits) - 1)
+        return splits[max(0, filling - 1) : filling + 2]
+
+
+cudnn_paged = CudnnPaged()
+cudnn_sdpa = CudnnSdpa()
+pallas_paged = PallasPaged()
