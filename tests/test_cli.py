@@ -102,7 +102,7 @@ def test_bad_values_are_one_line_errors_not_tracebacks(args, fragment, tmp_path)
 
 # -- help pages a person reads without knowing Typer ----------------------------------------------
 
-COMMANDS = ("new", "update", "build", "run-smoke", "doctor")
+COMMANDS = ("new", "update", "build", "run-smoke", "bench", "doctor")
 PYTHON_TYPES = ("<str>", "<int>", "<float>", "<path>", "<list", "<bool>", "{", "}", "paths...", "List[", "Optional[")
 
 
@@ -154,6 +154,7 @@ def test_usage_lines_show_arguments_as_the_readme_does():
     assert "Usage: xlacc new [OPTIONS] NAME\n" in help_page("new")
     assert "Usage: xlacc build [OPTIONS] [DIR | FILE.cu ...]\n" in help_page("build")
     assert "Usage: xlacc run-smoke [OPTIONS] [DIR]\n" in help_page("run-smoke")
+    assert "Usage: xlacc bench [OPTIONS] [DIR]\n" in help_page("bench")
     assert "Usage: xlacc doctor [OPTIONS] [PATH ...] [-- COMMAND ...]\n" in help_page("doctor")
 
 
