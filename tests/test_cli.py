@@ -170,7 +170,7 @@ def test_readme_synopsis_lists_every_flag_that_exists(command):
     synopsis = readme_synopsis(command)
     params = click_command(command).params
     flags = {opt for p in params if p.param_type_name == "option" for opt in p.opts if opt.startswith("--")}
-    assert set(re.findall(r"--[a-z][a-z-]*", synopsis)) == flags
+    assert set(re.findall(r"--[a-z][a-z0-9-]*", synopsis)) == flags
     for argument in (p for p in params if p.param_type_name == "argument"):
         assert synopsis.startswith(argument.metavar), (synopsis, argument.metavar)
 
