@@ -164,6 +164,15 @@ class IntArrayRef {
   IntArrayRef() = default;
   IntArrayRef(const int64_t* data, size_t size) : data_(data), size_(size) {}
   IntArrayRef(const std::vector<int64_t>& v) : data_(v.data()), size_(v.size()) {}
+  // `{n, m}` in a call, as PyTorch's: the list lives until the end of the call's full expression.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
+  IntArrayRef(std::initializer_list<int64_t> list) : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   const int64_t* data() const { return data_; }
@@ -325,7 +334,63 @@ class Tensor {
   bool is_cpu() const { return device_.is_cpu(); }
   TensorOptions options() const { return TensorOptions{}.dtype(dtype_).device(device_); }
 
+  // Views of a dense buffer: the same data with other sizes, or one part of its first dim.
+  Tensor view(IntArrayRef sizes) const { return reshaped(sizes); }
+  Tensor reshape(IntArrayRef sizes) const { return reshaped(sizes); }
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const {
+    const int first = wrap(start), last = wrap(end);
+    int64_t sizes[kMaxDims], n = 0;
+    for (int i = 0; i < dim_; ++i) {
+      if (i <= first || i > last) sizes[n++] = sizes_[i];
+      else sizes[n - 1] *= sizes_[i];
+    }
+    return reshaped(IntArrayRef(sizes, static_cast<size_t>(n)));
+  }
+  Tensor select(int64_t d, int64_t index) const {
+    refuse_unless(wrap(d) == 0, "select() on a dim other than the first");
+    const int64_t i = index < 0 ? index + sizes_[0] : index;
+    return Tensor(static_cast<char*>(data_) + i * strides_[0] * element_size(), dtype_, IntArrayRef(sizes_ + 1, static_cast<size_t>(dim_ - 1)), device_);
+  }
+  Tensor narrow(int64_t d, int64_t start, int64_t length) const {
+    refuse_unless(wrap(d) == 0, "narrow() on a dim other than the first");
+    int64_t sizes[kMaxDims];
+    std::copy(sizes_, sizes_ + dim_, sizes);
+    sizes[0] = length;
+    return Tensor(static_cast<char*>(data_) + start * strides_[0] * element_size(), dtype_, IntArrayRef(sizes, static_cast<size_t>(dim_)), device_);
+  }
+  Tensor operator[](int64_t index) const { return select(0, index); }
+
+  // What a custom call cannot do (allocate, copy to another device, read a device value on the
+  // host): declared so that the other functions of a launcher's file compile; `xlacc new --from`
+  // refuses a wrapped launcher that calls one, naming the line, and any other call fails the op.
+  template <typename... Any> Tensor to(Any&&...) const { refuse(".to()"); }
+  template <typename... Any> Tensor cpu(Any&&...) const { refuse(".cpu()"); }
+  template <typename... Any> Tensor cuda(Any&&...) const { refuse(".cuda()"); }
+  template <typename... Any> Tensor clone(Any&&...) const { refuse(".clone()"); }
+  template <typename... Any> Tensor copy_(Any&&...) const { refuse(".copy_()"); }
+  template <typename... Any> Tensor fill_(Any&&...) const { refuse(".fill_()"); }
+  template <typename... Any> Tensor zero_(Any&&...) const { refuse(".zero_()"); }
+  template <typename T = double> T item() const { refuse(".item()"); }
+
  private:
+  [[noreturn]] static void refuse(const char* what) {
+    throw ::xlacc::torch_compat::Error(std::string(what) + " is not available to a launcher run as an XLA custom call (xlacc_torch_compat.h)");
+  }
+  static void refuse_unless(bool ok, const char* what) {
+    if (!ok) refuse(what);
+  }
+  Tensor reshaped(IntArrayRef sizes) const {
+    int64_t n = 1, known[kMaxDims];
+    int infer = -1;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      known[i] = sizes[i];
+      if (sizes[i] == -1) infer = static_cast<int>(i);
+      else n *= sizes[i];
+    }
+    if (infer >= 0) known[infer] = n ? numel() / n : 0;
+    return Tensor(data_, dtype_, IntArrayRef(known, sizes.size()), device_);
+  }
+
   int wrap(int64_t d) const {
     const int64_t wrapped = d < 0 ? d + dim_ : d;
     if (wrapped < 0 || wrapped >= dim_) {
@@ -394,7 +459,41 @@ using at::cuda::current_device;
 }  // namespace cuda
 }  // namespace c10
 
+namespace at {
+// Allocation, which a custom call cannot do: declared so that a launcher's file compiles; see Tensor::to.
+#define XLACC_TORCH_REFUSED(name)                                                                                  \
+  template <typename... Any>                                                                                       \
+  [[noreturn]] Tensor name(Any&&...) {                                                                             \
+    throw ::xlacc::torch_compat::Error(#name "() allocates, which a launcher run as an XLA custom call cannot"); \
+  }
+XLACC_TORCH_REFUSED(empty)
+XLACC_TORCH_REFUSED(zeros)
+XLACC_TORCH_REFUSED(ones)
+XLACC_TORCH_REFUSED(full)
+XLACC_TORCH_REFUSED(empty_like)
+XLACC_TORCH_REFUSED(zeros_like)
+XLACC_TORCH_REFUSED(ones_like)
+XLACC_TORCH_REFUSED(full_like)
+XLACC_TORCH_REFUSED(empty_strided)
+XLACC_TORCH_REFUSED(arange)
+#undef XLACC_TORCH_REFUSED
+// A tensor over memory the caller owns (host memory in the launchers seen): a view, on the CPU.
+inline Tensor from_blob(void* data, IntArrayRef sizes, ScalarType dtype) { return Tensor(data, dtype, sizes, Device(DeviceType::CPU)); }
+inline Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions options) { return Tensor(data, options.dtype_, sizes, Device(DeviceType::CPU)); }
+}  // namespace at
+
 namespace torch {
+using at::arange;
+using at::empty;
+using at::empty_like;
+using at::empty_strided;
+using at::from_blob;
+using at::full;
+using at::full_like;
+using at::ones;
+using at::ones_like;
+using at::zeros;
+using at::zeros_like;
 using at::BFloat16;
 using at::Device;
 using at::Half;
@@ -427,10 +526,11 @@ template <typename T> using optional = std::optional<T>;
 }  // namespace torch
 
 // ---- checks: an error the call returns to XLA ------------------------------------------------------
-#define TORCH_CHECK(cond, ...) \
-  if (cond) {                 \
-  } else                      \
-    ::xlacc::torch_compat::check_failed(#cond, __FILE__, __LINE__, ##__VA_ARGS__)
+// As PyTorch's: a braced if, so that a call written without its ';' compiles too.
+#define TORCH_CHECK(cond, ...)                                                      \
+  if (!(cond)) {                                                                    \
+    ::xlacc::torch_compat::check_failed(#cond, __FILE__, __LINE__, ##__VA_ARGS__); \
+  }
 #define TORCH_CHECK_VALUE(cond, ...) TORCH_CHECK(cond, ##__VA_ARGS__)
 #define TORCH_CHECK_TYPE(cond, ...) TORCH_CHECK(cond, ##__VA_ARGS__)
 #define TORCH_CHECK_INDEX(cond, ...) TORCH_CHECK(cond, ##__VA_ARGS__)

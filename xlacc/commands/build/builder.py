@@ -514,7 +514,9 @@ def _compile_step(plan: Plan, options: Options) -> StepResult:
         if not_rejected is not None:
             return StepResult([Check("compile", False, not_rejected)], [], notes)
         failure = _compile_failure_check(plan, outcome, messages)
-        findings = [compiler_output.compile_error_finding(plan.compiler.kind, plan.target.title, messages, outcome.output)]
+        stand_ins = next((d for d in plan.target.include_dirs if d.name == TORCH_COMPAT), None)
+        findings = compiler_output.include_findings(outcome.output, plan.target.search_path, stand_ins)
+        findings += [compiler_output.compile_error_finding(plan.compiler.kind, plan.target.title, messages, outcome.output)]
         findings += compiler_output.link_diagnoses(plan.compiler.kind, plan.command, outcome.output)
         return StepResult([failure], findings, notes)
     changed = changed_since_read(plan)
