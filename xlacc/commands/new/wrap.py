@@ -251,12 +251,12 @@ def read(
     arguments = [mapper.argument(p) for p in chosen.params]
     if mapper.questions and not questions_ok:
         raise QuestionsError(chosen.short_name, mapper.questions, in_spec=asking is SPEC)
-    sizes = {**sizes, **mapper.guessed_sizes}
     if not any(a.kind == "output" for a in (f for a in arguments for f in (a.fields or (a,)))):
         raise UsageError(f"{where}: {chosen.short_name} has no non-const pointer parameter, so no output: its results must go somewhere")
     unused = sorted(set(sizes) - mapper.used_sizes)
     if unused:
         raise UsageError(f"{asking.size.format(name=unused[0])}: {chosen.short_name} has no integer parameter of that name")
+    sizes = {**sizes, **mapper.guessed_sizes}
     tensors = {a.name for a in (f for a in arguments for f in (a.fields or (a,))) if a.kind in ("input", "output")}
     for name, expression in sizes.items():
         referenced = SIZE_EXPRESSION.match(expression).group("tensor")
