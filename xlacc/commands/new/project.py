@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any, Callable
 from xlacc import spec as specmod
 from xlacc.commands.new import record as generated
 from xlacc.commands.new import transform_plan as transforms
-from xlacc.commands.new import wrap
+from xlacc.commands.new import wrap, wrap_request
 from xlacc.ground import paths, resources
 from xlacc.ground.errors import SpecError, UsageError
 from xlacc.ground.report import Check, Report
@@ -238,8 +237,6 @@ def _validated(raw: dict[str, Any], directory: Path, origin_of: Callable[[str], 
 
 def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     """`--from FILE`: the signature read from the user's kernel (xlacc/commands/new/wrap.py)."""
-    from xlacc.commands.new import wrap_request
-
     source = Path(request.from_file)
     platform = wrap_request.check_source(source)
     op_dtypes = list(dict.fromkeys(request.dtypes or ["f32"]))

@@ -14,17 +14,21 @@ import warnings
 from pathlib import Path
 
 import pytest
+from locations import ARTIFACTS_DIR
 from needs import needs_ffi_headers, needs_gxx
 
-from xlacc import builder, scaffold, wrap
 from xlacc import spec as specmod
-from xlacc.compiler_output import include_findings
-from xlacc.diagnosis.rules.text import diagnose_text
-from xlacc.errors import UsageError
-from xlacc.new.questions import QuestionsError
+from xlacc.commands.build import builder
+from xlacc.commands.doctor.rules.compiler import include_findings
+from xlacc.commands.doctor.rules.error_text import diagnose_text
+from xlacc.commands.new import project as scaffold
+from xlacc.commands.new import wrap
+from xlacc.commands.new.questions import QuestionsError
+from xlacc.ground import resources
+from xlacc.ground.errors import UsageError
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts" / "wrap" / "torch"
-COMPAT = scaffold.templates_root() / "_torch_compat"
+ARTIFACTS = ARTIFACTS_DIR / "wrap" / "torch"
+COMPAT = resources.templates_root() / "_torch_compat"
 SCALE_REFERENCE = "(x.astype(xp.float32) * factor).astype(x.dtype)"
 CACHE_REFERENCE = '''import numpy as np
 

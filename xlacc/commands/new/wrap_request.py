@@ -8,7 +8,8 @@ import shlex
 from pathlib import Path
 
 from xlacc import spec as specmod
-from xlacc.errors import UsageError
+from xlacc.commands.new.questions import QuestionsError
+from xlacc.ground.errors import UsageError
 
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".hxx")
 CUDA_CODE = re.compile(r"__global__|<<<|\bcuda[A-Z]\w*\(|#\s*include\s*[<\"](?:cuda_runtime|ATen/cuda|c10/cuda)")
@@ -49,8 +50,6 @@ def include_dirs(values: list[Path]) -> tuple[Path, ...]:
 
 def questions_error(request, wrapped) -> UsageError:
     """Every guess at once, and the one command that gives them all as answers."""
-    from xlacc.new.questions import QuestionsError
-
     return QuestionsError(wrapped.function, wrapped.questions, command_line(request, wrapped))
 
 

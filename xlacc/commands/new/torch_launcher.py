@@ -19,6 +19,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from xlacc.commands.new import questions as q
+from xlacc.commands.new import wrapped as wrap
+from xlacc.ground.errors import UsageError
+
 TENSOR = re.compile(r"^(?:(?:torch|at)::)?Tensor$")
 OPTIONAL_TENSOR = re.compile(r"^(?:std|c10|at|torch)::optional<\s*(?:(?:torch|at)::)?Tensor\s*>$")
 TEXT_TYPES = frozenset({"std::string", "std::string_view", "c10::string_view"})
@@ -98,7 +102,7 @@ def refusals(function, text: str) -> list[Refusal]:
 
 def logical_text(text: str) -> str:
     """``text`` without comments and with macro continuation lines joined: what the scans below read."""
-    text = re.sub(r"/\*.*?\*/", lambda m: " " * len(m.group(0)), text, flags=re.S)
+    text = re.sub(r"/\*.*?\*/", lambda m: " " * len(m.group(0)), text, flags=re.DOTALL)
     text = re.sub(r"//[^\n]*", "", text)
     return re.sub(r"\\\r?\n", " ", text)
 
@@ -164,13 +168,10 @@ def _arguments(code: str, start: int) -> list[str]:
 
 def read_launcher(where: str, chosen, text: str, functions: dict, sizes: dict[str, str], attrs: set[str], likes: dict[str, str]):
     """The Wrapped call of torch launcher ``chosen`` (defined in ``text``), its questions included."""
-    from xlacc import wrap
-    from xlacc.new import questions as q
-
     refused = refusals(chosen, text)
     if refused:
         shown = "\n".join(f"  line {r.line}: `{r.text}`: {r.advice}" for r in refused)
-        raise wrap.UsageError(f"{where}: {chosen.short_name} uses what xlacc's PyTorch compatibility headers do not give:\n{shown}")
+        raise UsageError(f"{where}: {chosen.short_name} uses what xlacc's PyTorch compatibility headers do not give:\n{shown}")
     code = logical_text(text)
     tensors = [p.name for p in chosen.params if is_tensor(p)]
     written = written_tensors(tensors, code, functions)
@@ -180,7 +181,7 @@ def read_launcher(where: str, chosen, text: str, functions: dict, sizes: dict[st
     arguments = [mapper.argument(p) for p in chosen.params]
     mapper.place_outputs(arguments)
     if not any(a.kind in ("output", "inplace") for a in arguments):
-        raise wrap.UsageError(
+        raise UsageError(
             f"{where}: {chosen.short_name} writes no tensor xlacc can see: name its output `out` (or pass --output NAME:like=INPUT)"
         )
     return wrap.Wrapped(
@@ -199,13 +200,9 @@ class _TorchMapper:
         self.tensor_order: list[str] = []
 
     def fail(self, name: str, message: str):
-        from xlacc import wrap
-
-        return wrap.UsageError(f"{self.where}: {self.function}'s parameter `{name}` {message}")
+        return UsageError(f"{self.where}: {self.function}'s parameter `{name}` {message}")
 
     def argument(self, param):
-        from xlacc import wrap
-
         name, base = param.name, param.base_type
         if not name:
             raise self.fail("unnamed", "has no name; name it in the launcher's declaration")
@@ -224,8 +221,6 @@ class _TorchMapper:
         return self.integer(name, base)
 
     def tensor(self, param):
-        from xlacc import wrap
-
         name = param.name
         dtype = tensor_dtype(name, self.code)
         c_type = "T" if dtype == "T" else next(t for t, d in wrap.C_DTYPES.items() if d == dtype)
@@ -239,22 +234,16 @@ class _TorchMapper:
         return wrap.Argument(name, kind, c_type, f"{name}_arg", dtype, setup=setup)
 
     def text(self, name: str):
-        from xlacc import wrap
-        from xlacc.new.questions import Question
-
         value = self.sizes.get(name)
         if value is None:
             guess = "'auto'" if "dtype" in name else "''"
-            self.questions.append(Question(name, "a text", f"--size {name}={guess}", "a text parameter is fixed when the op is built"))
+            self.questions.append(q.Question(name, "a text", f"--size {name}={guess}", "a text parameter is fixed when the op is built"))
             value = self.sizes[name] = guess
         self.used_sizes.add(name)
         literal = wrap.size_expression(value, name)
         return wrap.Argument(name, "text", "std::string", f"{name}_arg", setup=f"std::string {name}_arg = {literal};")
 
     def integer(self, name: str, base: str):
-        from xlacc import wrap
-        from xlacc.new import questions as q
-
         if name in self.sizes or name in self.attrs:
             return self.sized(name, base) if name in self.sizes else wrap.Argument(name, "attr", base, f"static_cast<{base}>({name})", _int_dtype(base))
         if wrap.ELEMENT_COUNT.match(name) and self.tensor_order:
@@ -268,8 +257,6 @@ class _TorchMapper:
         return self.sized(name, base)
 
     def sized(self, name: str, base: str):
-        from xlacc import wrap
-
         self.used_sizes.add(name)
         value = wrap.size_expression(self.sizes[name], name)
         return wrap.Argument(name, "size", base, f"static_cast<{base}>({value})", value=value)
@@ -280,8 +267,6 @@ class _TorchMapper:
 
     def place_outputs(self, arguments) -> None:
         """Each output's shape: --output's, else an input whose shape comment is the same, else asked."""
-        from xlacc.new.questions import Question
-
         inputs = [a for a in arguments if a.kind in ("input", "inplace")]
         for output in (a for a in arguments if a.kind == "output"):
             if output.name in self.likes:
@@ -293,11 +278,9 @@ class _TorchMapper:
             like = next((i.name for i in inputs if i.dtype == output.dtype), inputs[0].name if inputs else None)
             if like is None:
                 raise self.fail(output.name, "is an output, and the launcher takes no input to shape it like")
-            self.questions.append(Question(output.name, "an output's shape", f"--output {output.name}:like={like}", f"the first input of its dtype"))
+            self.questions.append(q.Question(output.name, "an output's shape", f"--output {output.name}:like={like}", "the first input of its dtype"))
             self.likes[output.name] = like
 
 
 def _int_dtype(base: str) -> str:
-    from xlacc import wrap
-
     return "i64" if base in wrap.WIDE_INTEGERS else "i32"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlacc.errors import UsageError
+from xlacc.ground.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,8 @@ NAME_RULES: tuple[tuple[re.Pattern[str], str, int], ...] = (
 )
 # A dim comment on a cache names its heads `num_heads` where the launcher says `num_kv_heads`.
 SAME_DIM = {"num_kv_heads": ("num_heads",), "head_size": ("head_dim",), "head_dim": ("head_size",)}
-CACHE = re.compile(r"(cache|key|^k$|^kv)", re.I)
-TABLE = re.compile(r"(block_table|page_table|block_tables)", re.I)
+CACHE = re.compile(r"(cache|key|^k$|^kv)", re.IGNORECASE)
+TABLE = re.compile(r"(block_table|page_table|block_tables)", re.IGNORECASE)
 
 
 def guess_size(name: str, tensors: list[str], dims: dict[str, list[str]]) -> tuple[str, str] | None:
