@@ -285,7 +285,9 @@ def test_build_reports_include_missing_for_a_launcher_that_needs_a_folder(tmp_pa
     (csrc / "defs").mkdir()
     (csrc / "defs" / "helper_defs.h").write_text("#define FACTOR 2.0f\n")
     fixed = new(tmp_path, "helper2", launcher, include_dirs=[csrc / "defs"], accept_guesses=True)
-    assert builder.build_spec(fixed).ok
+    assert builder.build_spec(fixed).ok and not builder.is_stale(fixed)
+    (csrc / "defs" / "helper_defs.h").write_text("#define FACTOR 3.0f\n")  # a header in an include folder: the library is stale
+    assert builder.is_stale(fixed)
 
 
 def test_the_package_calls_its_library_stale_when_a_file_under_an_include_folder_changes(tmp_path, csrc):

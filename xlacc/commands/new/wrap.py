@@ -23,7 +23,13 @@ code is outside the user's namespaces.
 A tensor whose dims ``--size`` reads (``INPUT.shape[K]``) must have them: the launch function
 checks its rank before the call, and ``reference.example_inputs`` starts with inputs of that rank.
 
-What cannot be told from the source is asked for with one of those flags, in a one-line error.
+A host function taking ``torch::Tensor`` (a PyTorch extension's launcher) is read by
+:mod:`.torch_launcher` and called over xlacc's PyTorch stand-ins (templates/_torch_compat). The
+file's includes, found beside it and in ``--include`` folders (:mod:`.includes`), are read too:
+for the kernels a launcher passes its pointers to, and for ``--kernel`` naming one of theirs.
+
+What cannot be told from the source is asked for all at once, each question with the answer xlacc
+guesses from shape comments and names (:mod:`.questions`); ``--accept-guesses`` takes them.
 The spec records where the kernel came from (``[from]``), so ``xlacc update`` reads it again; it
 refuses, naming what to change in xlacc.toml, when the kernel's parameters no longer match the op
 there (:func:`check_spec`).
