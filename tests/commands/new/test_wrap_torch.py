@@ -311,3 +311,23 @@ def test_the_package_calls_its_library_stale_when_a_file_under_an_include_folder
     finally:
         sys.path.remove(str(spec.root))
         sys.modules.pop(spec.package, None)
+
+
+# -- on the GPU ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_a_cuda_torch_launcher_runs_on_xlas_stream_and_passes_run_smoke_on_the_gpu(tmp_path, csrc):
+    spec = new(tmp_path, "scale", csrc / "scale_ext_cuda.cu", dtypes=["f32", "bf16", "f16"], attrs=["factor:f64=2.0"], accept_guesses=True)
+    reference = spec.root / spec.package / "reference.py"
+    reference.write_text(reference.read_text().replace('raise NotImplementedError("write what scale computes in scale/reference.py")', f"return {SCALE_REFERENCE}"))
+    code, output = run_smoke(spec.root)
+    assert code == 0, output
+    assert "✓ numerics n=4099 f16" in output and "✗" not in output
+    script = (
+        "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); from scale.jax import scale\n"
+        "try:\n    scale(np.ones((2, 3, 4), np.float32), factor=2.0).block_until_ready()\n"
+        "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(spec.root)], capture_output=True, text=True, timeout=300)
+    assert "x must be 2-D, got 3 dims" in done.stdout, done.stdout + done.stderr
