@@ -182,6 +182,23 @@ def test_calls_outside_the_compat_headers_are_refused_with_their_lines_and_what_
     assert "attribute" in message
 
 
+def test_a_helper_the_launcher_reaches_through_a_macro_is_checked_too(tmp_path):
+    source = tmp_path / "helper.cc"
+    source.write_text(
+        "#include <torch/all.h>\n"
+        "void grow(torch::Tensor& out, const torch::Tensor& x) {\n"
+        "  torch::Tensor scratch = torch::empty_like(x);\n"
+        "}\n"
+        "#define CALL_GROW(OUT, X) grow(OUT, X)\n"
+        "void entry(torch::Tensor& out, const torch::Tensor& x) { CALL_GROW(out, x); }\n"
+        "void unrelated(torch::Tensor& out, const torch::Tensor& x) { float v = x.item<float>(); }\n"
+    )
+    with pytest.raises(UsageError) as info:
+        wrap.read(source, "entry", {})
+    assert "line 3 (in grow): `torch::Tensor scratch = torch::empty_like(x);`: allocates a tensor" in str(info.value)
+    assert "item" not in str(info.value)  # a function the launcher never calls is not its concern
+
+
 # -- every question at once -------------------------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ DATA_DTYPES = {
     "at::BFloat16": "bf16", "c10::BFloat16": "bf16", "__nv_bfloat16": "bf16",
 }  # fmt: skip
 LAUNCH = re.compile(r"([A-Za-z_][\w:]*)\s*(?:<(?:[^<>;{}]|<[^<>;{}]*>)*>)?\s*<<<[^;]*?>>>\s*\(")
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 CALL = re.compile(r"\b([A-Za-z_][\w:]*)\s*(?:<(?:[^<>;{}()]|<[^<>;{}()]*>)*>)?\s*\(")
 
 # What the compatibility headers do not give, and what to do instead.
@@ -57,6 +58,7 @@ UNSUPPORTED = (
 
 @dataclass(frozen=True)
 class Refusal:
+    function: str
     line: int
     text: str
     advice: str
@@ -87,17 +89,36 @@ def why_not_passable(function, integer_types, float_types) -> str | None:
     return None
 
 
-def refusals(function, text: str) -> list[Refusal]:
-    """The calls in the launcher's body that the compatibility headers do not give."""
+def refusals(chosen, source) -> list[Refusal]:
+    """The calls the compatibility headers do not give, in the launcher and in every host function of
+    its file it calls, directly or through the file's macros (its `_launcher<...>` helper)."""
     found = []
-    body_start = function.body_lines[0]
-    for index, line in enumerate(function.body.splitlines()):
-        for pattern, advice in UNSUPPORTED:
-            match = pattern.search(line)
-            if match:
-                found.append(Refusal(body_start + index, line.strip(), advice))
-                break
+    for function in reached_functions(chosen, source):
+        body_start = function.body_lines[0]
+        for index, line in enumerate(function.body.splitlines()):
+            advice = next((advice for pattern, advice in UNSUPPORTED if pattern.search(line)), None)
+            if advice is not None:
+                found.append(Refusal(function.short_name, body_start + index, line.strip(), advice))
     return found
+
+
+def reached_functions(chosen, source) -> list:
+    """``chosen`` and the host functions of ``source`` whose names its body or the macros it uses
+    name, and theirs in turn: each word is looked at once, so the walk is linear in the text."""
+    by_name = {f.short_name: f for f in source.host_functions()}
+    reached, taken, seen, pending = [chosen], {id(chosen)}, set(), [chosen.body]
+    while pending:
+        words = set(IDENTIFIER.findall(pending.pop())) - seen
+        seen |= words
+        for word in sorted(words):
+            if word in source.macros:
+                pending.append(source.macros[word].body)
+            function = by_name.get(word)
+            if function is not None and id(function) not in taken:
+                taken.add(id(function))
+                reached.append(function)
+                pending.append(function.body)
+    return reached
 
 
 def logical_text(text: str) -> str:
@@ -166,11 +187,14 @@ def _arguments(code: str, start: int) -> list[str]:
     return args
 
 
-def read_launcher(where: str, chosen, text: str, functions: dict, sizes: dict[str, str], attrs: set[str], likes: dict[str, str]):
-    """The Wrapped call of torch launcher ``chosen`` (defined in ``text``), its questions included."""
-    refused = refusals(chosen, text)
+def read_launcher(where: str, chosen, source, functions: dict, sizes: dict[str, str], attrs: set[str], likes: dict[str, str]):
+    """The Wrapped call of torch launcher ``chosen`` (defined in ``source``), its questions included."""
+    text = source.text
+    refused = refusals(chosen, source)
     if refused:
-        shown = "\n".join(f"  line {r.line}: `{r.text}`: {r.advice}" for r in refused)
+        shown = "\n".join(
+            f"  line {r.line}{'' if r.function == chosen.short_name else ' (in ' + r.function + ')'}: `{r.text}`: {r.advice}" for r in refused
+        )
         raise UsageError(f"{where}: {chosen.short_name} uses what xlacc's PyTorch compatibility headers do not give:\n{shown}")
     code = logical_text(text)
     tensors = [p.name for p in chosen.params if is_tensor(p)]

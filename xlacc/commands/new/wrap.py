@@ -102,7 +102,8 @@ def read(
     chosen, text = _choose(source, text, included, path, function, asking)
     if torch_launcher.is_launcher(chosen):
         functions = {f.short_name: f for s in [source, *(i[2] for i in included)] for f in s.functions if any(p.is_pointer for p in f.params)}
-        wrapped = torch_launcher.read_launcher(where, chosen, text, functions, sizes, set(attrs), dict(likes or {}))
+        home = next((s for s in [source, *(i[2] for i in included)] if any(f is chosen for f in s.functions)), source)
+        wrapped = torch_launcher.read_launcher(where, chosen, home, functions, sizes, set(attrs), dict(likes or {}))
         unused = sorted(set(sizes) - {a.name for a in wrapped.arguments if a.kind in ("size", "text")})
         if unused:
             raise UsageError(f"{asking.size.format(name=unused[0])}: {chosen.short_name} has no parameter of that name")
