@@ -14,8 +14,10 @@
 //     device guards do nothing (XLA already runs the call on its device).
 //   - AT_DISPATCH_* over the dtypes below; c10::Half / c10::BFloat16 are CUDA's __half and
 //     __nv_bfloat16 under nvcc (xlacc's 16-bit floats for XLA:CPU).
-// What it does not give (xlacc refuses a launcher that uses it, naming the line): allocation
-// (torch::empty, at::empty_like, .clone()), .to(), .item(), views that change shape.
+//   - dense views: view(), reshape(), flatten(), and select() / narrow() / [] on the first dim.
+// What it does not give (xlacc refuses a launcher that uses it, naming the line; elsewhere in the
+// file it compiles, and fails the call if reached): allocation (torch::empty, at::empty_like,
+// .clone()), .to(), .item(), strided views (transpose, permute, expand...).
 #pragma once
 
 #include <xlacc/kernel.h>

@@ -236,6 +236,23 @@ def test_one_question_is_one_line_and_a_given_answer_is_not_asked_again(csrc):
     assert wrap.read(csrc / "scale_ext.cc", None, {"hidden_size": "x.shape[-1]"}).questions == []
 
 
+def test_a_text_parameter_takes_a_word_and_a_size_is_never_a_text(tmp_path):
+    source = tmp_path / "cache.cc"
+    source.write_text(
+        "#include <torch/all.h>\n"
+        "void store(torch::Tensor& out, const torch::Tensor& x, const std::string& kv_cache_dtype, int64_t n) {}\n"
+    )
+    with pytest.raises(QuestionsError) as info:
+        wrap.read(source, None, {"n": "x.size"})
+    assert [(q.name, q.flag) for q in info.value.questions] == [("kv_cache_dtype", "--size kv_cache_dtype=auto"), ("out", "--output out:like=x")]
+    wrapped = wrap.read(source, None, {"n": "x.size", "kv_cache_dtype": "fp8_e4m3"}, likes={"out": "x"})
+    assert next(a.setup for a in wrapped.arguments if a.name == "kv_cache_dtype") == 'std::string kv_cache_dtype_arg = "fp8_e4m3";'
+    with pytest.raises(UsageError, match=r"`n` is a number, and --size n=auto is a text"):
+        wrap.read(source, None, {"n": "auto", "kv_cache_dtype": "auto"}, likes={"out": "x"})
+    with pytest.raises(UsageError, match=r"`kv_cache_dtype` is a text, and --size kv_cache_dtype=x.size is a size"):
+        wrap.read(source, None, {"n": "x.size", "kv_cache_dtype": "x.size"}, likes={"out": "x"})
+
+
 # -- what the user points at -------------------------------------------------------------------------
 
 

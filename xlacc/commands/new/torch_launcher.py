@@ -51,8 +51,9 @@ UNSUPPORTED = (
      "reads a device value on the host (a sync XLA cannot capture): pass the value as a scalar parameter (an attribute)"),
     (re.compile(r"\.\s*(?:to|cpu|cuda|type|toType|double|float|half|bfloat16|copy_)\s*\("),
      "converts or copies a tensor: convert it in JAX or torch before the call and give the launcher the tensor it needs"),
-    (re.compile(r"\.\s*(?:view|reshape|narrow|select|slice|index_select|permute|transpose|unsqueeze|squeeze|flatten|expand|t)\s*\("),
-     "makes a new view of a tensor, which xlacc's tensor has not: pass the shape the kernel needs as an operand of that shape"),
+    (re.compile(r"\.\s*(?:slice|index_select|permute|transpose|unsqueeze|squeeze|expand|t)\s*\("),
+     "makes a strided view of a tensor, which xlacc's dense views have not (view, reshape, flatten and select or narrow of "
+     "the first dim they have): pass the operand in the layout the kernel needs"),
 )  # fmt: skip
 
 
@@ -260,9 +261,11 @@ class _TorchMapper:
     def text(self, name: str):
         value = self.sizes.get(name)
         if value is None:
-            guess = "'auto'" if "dtype" in name else "''"
+            guess = "auto" if "dtype" in name else "''"
             self.questions.append(q.Question(name, "a text", f"--size {name}={guess}", "a text parameter is fixed when the op is built"))
             value = self.sizes[name] = guess
+        if not wrap.is_text(value):
+            raise self.fail(name, f"is a text, and --size {name}={value} is a size: give the text itself, such as --size {name}=auto")
         self.used_sizes.add(name)
         literal = wrap.size_expression(value, name)
         return wrap.Argument(name, "text", "std::string", f"{name}_arg", setup=f"std::string {name}_arg = {literal};")
@@ -281,6 +284,8 @@ class _TorchMapper:
         return self.sized(name, base)
 
     def sized(self, name: str, base: str):
+        if wrap.is_text(self.sizes[name]):
+            raise self.fail(name, f"is a number, and --size {name}={self.sizes[name]} is a text: use INPUT.size, INPUT.shape[K] or a number")
         self.used_sizes.add(name)
         value = wrap.size_expression(self.sizes[name], name)
         return wrap.Argument(name, "size", base, f"static_cast<{base}>({value})", value=value)

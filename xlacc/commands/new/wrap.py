@@ -66,6 +66,7 @@ from xlacc.commands.new.wrapped import (  # noqa: F401 (THREADS, example_shape: 
     Asking,
     Wrapped,
     example_shape,
+    is_text,
     size_expression,
 )
 from xlacc.ground import paths
@@ -328,6 +329,8 @@ class _Mapper:
     def integer(self, name: str, base: str) -> Argument:
         if name in self.sizes:
             self.used_sizes.add(name)
+            if is_text(self.sizes[name]):
+                raise self.fail(name, f"is an integer, and {self.asking.size_value.format(name=name, expression=self.sizes[name])} is a text: use INPUT.size, INPUT.shape[K] or a number")
             return self.size(name, base, size_expression(self.sizes[name], name, self.asking))
         if name in self.attrs:
             return Argument(name, "attr", base, f"static_cast<{base}>({name})", "i64" if base in WIDE_INTEGERS else "i32")

@@ -26,8 +26,9 @@ STREAM_TYPES = frozenset({"cudaStream_t", "CUstream", "cudaStream_t&"})
 # An integer parameter with one of these names is the number of elements of the first input.
 ELEMENT_COUNT = re.compile(r"^(n|size|numel|count|len|length|elements|num_elements|total|total_size|N)$")
 SIZE_EXPRESSION = re.compile(
-    r"^(?:(?P<tensor>[A-Za-z_]\w*)\.(?:(?P<size>size|numel)|shape\[(?P<dim>-?\d)\])|(?P<literal>\d{1,12})|'(?P<text>[\w.:+-]{0,64})')$"
-)  # the last: a fixed text for a launcher's `const std::string&` parameter
+    r"^(?:(?P<tensor>[A-Za-z_]\w*)\.(?:(?P<size>size|numel)|shape\[(?P<dim>-?\d)\])|(?P<literal>\d{1,12})"
+    r"|'(?P<text>[\w.:+-]{0,64})'|(?P<word>[A-Za-z_][\w+-]{0,63}))$"
+)  # the last two: a fixed text for a launcher's `const std::string&` parameter ('fp8_e4m3', or auto)
 THREADS = 256
 # The shape of an example input whose dims a --size reads: (rows, 128), (rows, 4, 128)...
 EXAMPLE_LAST_DIM, EXAMPLE_MIDDLE_DIM = 128, 4
@@ -171,13 +172,20 @@ def example_shape(rank: int) -> str:
 
 
 def size_expression(text: str, name: str, asking: Asking = FLAGS) -> str:
-    """``x.size`` / ``x.numel`` -> ``x.numel()``; ``x.shape[1]`` -> ``x.dim(1)``; ``128`` -> ``128``."""
+    """``x.size`` / ``x.numel`` -> ``x.numel()``; ``x.shape[1]`` -> ``x.dim(1)``; ``128`` -> ``128``;
+    ``auto`` or ``'auto'`` -> ``"auto"`` (a C++ string literal)."""
     match = SIZE_EXPRESSION.match(text.strip())
     if not match:
-        raise UsageError(f"{asking.size_value.format(name=name, expression=text)}: use INPUT.size, INPUT.shape[K], a whole number or 'TEXT'")
+        raise UsageError(f"{asking.size_value.format(name=name, expression=text)}: use INPUT.size, INPUT.shape[K], a whole number, or a text for a text parameter")
     if match.group("literal"):
         return match.group("literal")
-    if match.group("text") is not None:
-        return json.dumps(match.group("text"))
+    if match.group("text") is not None or match.group("word"):
+        return json.dumps(match.group("text") if match.group("text") is not None else match.group("word"))
     tensor = match.group("tensor")
     return f"{tensor}.numel()" if match.group("size") else f"{tensor}.dim({match.group('dim')})"
+
+
+def is_text(expression: str) -> bool:
+    """A fixed text (``auto``, ``'fp8'``) rather than a size."""
+    match = SIZE_EXPRESSION.match(expression.strip())
+    return match is not None and (match.group("text") is not None or match.group("word") is not None)
