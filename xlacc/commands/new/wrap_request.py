@@ -69,6 +69,8 @@ def command_line(request, wrapped) -> str:
         words += ["--target", request.target]
     if request.api != "ffi":
         words += ["--api", request.api]
+    if list(request.frameworks) != list(specmod.DEFAULT_FRAMEWORKS):
+        words += ["--framework", ",".join(request.frameworks)]
     for question in wrapped.questions:
         words += question.flag.split(" ", 1)
     return " ".join(shlex.quote(w) for w in words)
