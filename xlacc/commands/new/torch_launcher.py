@@ -197,11 +197,14 @@ def read_launcher(where: str, chosen, source, functions: dict, sizes: dict[str, 
             f"  line {r.line}{'' if r.function == chosen.short_name else ' (in ' + r.function + ')'}: `{r.text}`: {r.advice}" for r in refused
         )
         raise UsageError(f"{where}: {chosen.short_name} uses what xlacc's PyTorch compatibility headers do not give:\n{shown}")
+    names = [p.name for p in chosen.params]
+    clash = next((n for n in names if n.endswith("_arg") and n[: -len("_arg")] in names), None)
+    if clash is not None:  # the launch code names its view of parameter X `X_arg`
+        raise UsageError(f"{where}: {chosen.short_name} takes both `{clash[:-4]}` and `{clash}`, which xlacc's launch code cannot tell apart: rename one")
     code = logical_text(text)
     tensors = [p.name for p in chosen.params if is_tensor(p)]
     written = written_tensors(tensors, code, functions)
-    names = {p.name for p in chosen.params}
-    dims = q.signature_dims(text, chosen.line, chosen.body_lines[0], names)
+    dims = q.signature_dims(text, chosen.line, chosen.body_lines[0], set(names))
     mapper = _TorchMapper(where, chosen.short_name, code, sizes, attrs, likes, written, dims)
     arguments = [mapper.argument(p) for p in chosen.params]
     mapper.place_outputs(arguments)
