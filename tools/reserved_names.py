@@ -231,7 +231,8 @@ def derive_macros(platform: str) -> frozenset[str]:
         else:
             compiler = toolchain.find_host_cxx()
             command = [*compiler.argv, "-std=c++17", "-E", "-dM", "-x", "c++"]
-        command += ["-I", INCLUDE_DIR, "-I", ffi_dir, source]
+        # A wrapped PyTorch launcher's build also has xlacc's PyTorch stand-ins on its include path.
+        command += ["-I", INCLUDE_DIR, "-I", resources.templates_root() / "_torch_compat", "-I", ffi_dir, source]
         done = subprocess.run([str(arg) for arg in command], check=False, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         error = next((line for line in done.stderr.splitlines() if "error" in line), done.stderr.strip()[-300:])

@@ -144,7 +144,9 @@ def new(
     attrs: Optional[List[str]] = typer.Option(None, "--attr", metavar="NAME:TYPE[=DEFAULT]", help="blank template, or --from: an attribute, with its default (repeatable)."),
     from_file: Optional[Path] = typer.Option(None, "--from", metavar="FILE.cu", help="Wrap this kernel file (.cu, or .cc for XLA:CPU), left unchanged."),
     kernel: Optional[str] = typer.Option(None, "--kernel", metavar="FUNC", help="With --from: the function to wrap when the file has several."),
-    sizes: Optional[List[str]] = typer.Option(None, "--size", metavar="NAME=EXPR", help="With --from: an integer parameter, NAME=INPUT.size, NAME=INPUT.shape[K] or NAME=N (repeatable)."),
+    sizes: Optional[List[str]] = typer.Option(None, "--size", metavar="NAME=EXPR", help="With --from: an integer parameter, NAME=INPUT.size, NAME=INPUT.shape[K] or NAME=N; a text one NAME='TEXT' (repeatable)."),
+    include: Optional[List[Path]] = typer.Option(None, "--include", metavar="DIR", help="With --from: a folder the kernel's includes are searched in, kept in [build] include_dirs (repeatable)."),
+    accept_guesses: bool = typer.Option(False, "--accept-guesses", help="With --from: take xlacc's guess for every parameter it cannot place from the source alone."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be written; write nothing."),
     force: bool = typer.Option(False, "--force", help="Write into an existing non-empty directory; an edited file it replaces (your kernel too) is first kept under .xlacc/backup/ (`xlacc update` keeps edits)."),
     as_json: bool = JSON_OPTION,
@@ -170,6 +172,8 @@ def new(
             from_file=from_file,
             kernel=kernel,
             sizes=list(sizes or []),
+            include_dirs=list(include or []),
+            accept_guesses=accept_guesses,
         )
     )
     raise typer.Exit(emit(report, as_json))

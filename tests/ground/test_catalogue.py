@@ -31,7 +31,7 @@ ISSUE_CODES = {
     "source": {"hardcoded-size", "stream-ignored", "unchecked-launch", "host-sync-in-handler", "ld-preload", "op-optimized-away",
                "buffer-order", "opaque-unchecked", "exception-escapes"},
     "runtime": {"kernel-crash", "cuda-init-before-fork", "torchax-no-lowering", "torchax-mixed-tensors"},
-    "project": {"spec-changed", "update-conflict", "template-stub-link", "example-inputs-ignore-size", "rule-crashed"},
+    "project": {"spec-changed", "update-conflict", "template-stub-link", "example-inputs-ignore-size", "rule-crashed", "include-missing"},
     "transforms": {"custom-call-replicated", "sharding-rule-missing", "vmap-method-missing", "grad-undefined"},
 }
 # Codes only `xlacc build` gives: its own tests show them (tests/commands/build/test_builder.py); and

@@ -77,6 +77,7 @@ FFI_MARKERS = (b"xla/ffi", b"xlacc/ffi.h")  # a source that mentions one needs t
 # #include "x.h" or <x.h>: followed into the include folders xlacc knows (for the cache key).
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
 XLACC_INCLUDE = resources.INCLUDE_DIR
+TORCH_COMPAT = "_torch_compat"  # the templates' folder of PyTorch stand-ins (xlacc_torch_compat.h)
 
 # -- what to build ------------------------------------------------------------------------------
 
@@ -269,14 +270,23 @@ def _spec_target(
         archs=tuple(archs) if explicit else spec.build.archs,
         archs_origin="--arch" if explicit else f"[build] archs in {spec_mod.SPEC_FILE}",
         ptx=spec.build.ptx and ptx,
-        # The project root holds the kernel file the generated entry points include.
-        include_dirs=(root, *(root / d for d in spec.build.include_dirs)),
+        # The project root holds the kernel file the generated entry points include; a wrapped
+        # kernel also gets xlacc's PyTorch stand-ins, in front of the user's folders.
+        include_dirs=(root, *_torch_compat(spec), *(root / d for d in spec.build.include_dirs)),
         defines=spec.build.defines,
         flags=spec.build.flags,
         signature_changes=tuple(changes),
         conflicts=tuple(generated.conflict_markers(spec)),
         project=spec,
     )
+
+
+def _torch_compat(spec: Spec) -> tuple[Path, ...]:
+    """templates/_torch_compat (torch/all.h, ATen/ATen.h... over XLA's buffers) for a project that
+    wraps a kernel (`xlacc new --from`), which may be a PyTorch extension's launcher."""
+    if spec.origin is None:
+        return ()
+    return (resources.templates_root() / TORCH_COMPAT,)
 
 
 def _regenerate_hint(spec: Spec, source: Path) -> str:
@@ -504,7 +514,9 @@ def _compile_step(plan: Plan, options: Options) -> StepResult:
         if not_rejected is not None:
             return StepResult([Check("compile", False, not_rejected)], [], notes)
         failure = _compile_failure_check(plan, outcome, messages)
-        findings = [compiler_output.compile_error_finding(plan.compiler.kind, plan.target.title, messages, outcome.output)]
+        stand_ins = next((d for d in plan.target.include_dirs if d.name == TORCH_COMPAT), None)
+        findings = compiler_output.include_findings(outcome.output, plan.target.search_path, stand_ins)
+        findings += [compiler_output.compile_error_finding(plan.compiler.kind, plan.target.title, messages, outcome.output)]
         findings += compiler_output.link_diagnoses(plan.compiler.kind, plan.command, outcome.output)
         return StepResult([failure], findings, notes)
     changed = changed_since_read(plan)

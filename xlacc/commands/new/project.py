@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any, Callable
 from xlacc import spec as specmod
 from xlacc.commands.new import record as generated
 from xlacc.commands.new import transform_plan as transforms
-from xlacc.commands.new import wrap
+from xlacc.commands.new import wrap, wrap_request
 from xlacc.ground import paths, resources
 from xlacc.ground.errors import SpecError, UsageError
 from xlacc.ground.report import Check, Report
@@ -101,6 +100,8 @@ class NewRequest:
     from_file: Path | None = None  # --from: wrap this kernel file, left unchanged
     kernel: str | None = None  # --kernel: the function to wrap when the file has several
     sizes: list[str] = field(default_factory=list)  # --size NAME=INPUT.size|INPUT.shape[K]|N
+    include_dirs: list[Path] = field(default_factory=list)  # --include DIR: where the kernel's includes are searched
+    accept_guesses: bool = False  # --accept-guesses: take every guess wrap makes
 
 
 # -- templates ----------------------------------------------------------------------------------
@@ -192,8 +193,8 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         return _wrapped_spec_for(request)
     if request.template == WRAP_TEMPLATE:
         raise UsageError(f"the {WRAP_TEMPLATE!r} template wraps a kernel you have: xlacc new NAME --from FILE.cu [--kernel FUNC]")
-    if request.kernel or request.sizes:
-        raise UsageError("--kernel and --size go with --from FILE")
+    if request.kernel or request.sizes or request.include_dirs or request.accept_guesses:
+        raise UsageError("--kernel, --size, --include and --accept-guesses go with --from FILE")
     meta = template_meta(request.template)
     platform = _choice(request.platform, specmod.PLATFORMS, "platform")
     if platform not in meta.get("platforms", specmod.PLATFORMS):
@@ -237,41 +238,40 @@ def _validated(raw: dict[str, Any], directory: Path, origin_of: Callable[[str], 
 def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     """`--from FILE`: the signature read from the user's kernel (xlacc/commands/new/wrap.py)."""
     source = Path(request.from_file)
-    if not source.exists():
-        raise UsageError(f"--from {source}: no such file")
-    platform = specmod.PLATFORM_OF_SUFFIX.get(source.suffix, "cpu")
-    if source.suffix not in specmod.PLATFORM_OF_SUFFIX or not re.match(r"^[\w.+-]+$", source.name):
-        raise UsageError(f"--from {source}: give a .cu file (or .cc/.cpp for XLA:CPU) whose name has no spaces or quotes")
-    if not specmod.PATH_TEXT.match(str(source.resolve().parent)):
-        raise UsageError(f"--from {source}: its folder's path holds quotes, backslashes or control characters, which xlacc.toml and C++ #include lines cannot carry: move it")
+    platform = wrap_request.check_source(source)
     op_dtypes = list(dict.fromkeys(request.dtypes or ["f32"]))
     directory = Path(request.directory) if request.directory else Path(request.name)
+    include_dirs = wrap_request.include_dirs(request.include_dirs)
     sizes = wrap.parse_sizes(request.sizes)
     defaults = {a["name"]: a for a in (_flag_attr(text) for text in request.attrs)}
-    wrapped = wrap.read(source, request.kernel, sizes, set(defaults))
-    generic = op_dtypes if len(op_dtypes) > 1 else op_dtypes[0]
     likes = dict(_flag_like(o) for o in request.outputs)
+    wrapped = wrap.read(source, request.kernel, sizes, set(defaults), include_dirs=include_dirs, likes=likes, questions_ok=True)
+    if wrapped.questions and not request.accept_guesses:
+        raise wrap_request.questions_error(request, wrapped)
+    generic = op_dtypes if len(op_dtypes) > 1 else op_dtypes[0]
+    likes = {**wrapped.likes, **likes}
     inputs = [{"name": a.name, "dtype": generic if a.dtype == "T" else a.dtype} for a in wrapped.tensors("input")]
     if not inputs:
         raise UsageError(f"--from {source}: {wrapped.function} takes no const pointer, so no input: xlacc ops take at least one")
     outputs = [
         {"name": a.name, "dtype": generic if a.dtype == "T" else a.dtype, "shape": likes.pop(a.name, inputs[0]["name"])}
         for a in wrapped.tensors("output")
-    ]
+    ] + [{"name": f"{a.name}_out", "dtype": generic if a.dtype == "T" else a.dtype, "alias": a.name} for a in wrapped.in_place()]
     if likes:
         raise UsageError(f"--output {next(iter(likes))}: {wrapped.function} has no output of that name")
     attrs = [{"name": a.name, "type": a.dtype, **_default_of(defaults.pop(a.name, {}))} for a in wrapped.attrs()]
     if defaults:
         raise UsageError(f"--attr {next(iter(defaults))}: {wrapped.function} has no scalar parameter of that name")
     origin = os.path.relpath(source.resolve(), directory.resolve())
+    searched = [os.path.dirname(origin) or "."] + [os.path.relpath(d, directory.resolve()) for d in include_dirs]
     raw = {
         "op": {"name": request.name, "target": request.target or request.name, "template": WRAP_TEMPLATE, "platform": platform,
                "api": _choice(request.api, specmod.APIS, "api"), "frameworks": list(request.frameworks or ["jax"])},
         "inputs": inputs,
         "outputs": outputs,
         "attrs": attrs,
-        "build": {"kernel": f"launch{specmod.SOURCE_SUFFIX[platform]}", "include_dirs": [os.path.dirname(origin) or "."]},
-        "from": {"file": origin, "kernel": wrapped.function, "sizes": sizes},
+        "build": {"kernel": f"launch{specmod.SOURCE_SUFFIX[platform]}", "include_dirs": list(dict.fromkeys(searched))},
+        "from": {"file": origin, "kernel": wrapped.function, "sizes": wrapped.sizes},
     }  # fmt: skip
     def origin_of(key: str) -> str:  # the operands are the kernel's parameters, not flags
         if key.startswith(("inputs", "outputs", "attrs")) and key.endswith(".name"):
@@ -388,7 +388,7 @@ def _wrapped_context(spec: Spec) -> dict[str, Any]:
 
     path = Path(os.path.normpath(spec.root / spec.origin.file))  # the project may not exist yet
     return {
-        "wrapped": wrap.read(path, spec.origin.function, dict(spec.origin.sizes), {a.name for a in spec.attrs}),
+        "wrapped": wrap.read(path, spec.origin.function, dict(spec.origin.sizes), {a.name for a in spec.attrs}, **wrap.spec_context(spec)),
         "origin_include": Path(spec.origin.file).name,
         "threads": wrap.THREADS,
     }

@@ -23,7 +23,13 @@ code is outside the user's namespaces.
 A tensor whose dims ``--size`` reads (``INPUT.shape[K]``) must have them: the launch function
 checks its rank before the call, and ``reference.example_inputs`` starts with inputs of that rank.
 
-What cannot be told from the source is asked for with one of those flags, in a one-line error.
+A host function taking ``torch::Tensor`` (a PyTorch extension's launcher) is read by
+:mod:`.torch_launcher` and called over xlacc's PyTorch stand-ins (templates/_torch_compat). The
+file's includes, found beside it and in ``--include`` folders (:mod:`.includes`), are read too:
+for the kernels a launcher passes its pointers to, and for ``--kernel`` naming one of theirs.
+
+What cannot be told from the source is asked for all at once, each question with the answer xlacc
+guesses from shape comments and names (:mod:`.questions`); ``--accept-guesses`` takes them.
 The spec records where the kernel came from (``[from]``), so ``xlacc update`` reads it again; it
 refuses, naming what to change in xlacc.toml, when the kernel's parameters no longer match the op
 there (:func:`check_spec`).
@@ -33,164 +39,58 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlacc.commands.new import includes, torch_launcher
+from xlacc.commands.new.questions import (
+    Question,
+    QuestionsError,
+    guess_size,
+    signature_dims,
+)
+from xlacc.commands.new.wrapped import (  # noqa: F401 (THREADS, example_shape: the templates' and tests' names for them)
+    C_DTYPES,
+    ELEMENT_COUNT,
+    FLAGS,
+    FLOAT_TYPES,
+    INTEGER_TYPES,
+    MAX_KERNEL_BYTES,
+    SIZE_EXPRESSION,
+    SPEC,
+    STREAM_TYPES,
+    THREADS,
+    WIDE_INTEGERS,
+    Argument,
+    Asking,
+    Wrapped,
+    example_shape,
+    is_text,
+    size_expression,
+)
 from xlacc.ground import paths
 from xlacc.ground.errors import UsageError
 from xlacc.readers import cxx
 
-# The C types of kernel parameters, and the xlacc dtype each holds.
-C_DTYPES = {
-    "float": "f32", "double": "f64", "half": "f16", "__half": "f16", "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16",
-    "int": "i32", "int32_t": "i32", "std::int32_t": "i32", "int64_t": "i64", "std::int64_t": "i64", "long long": "i64", "long": "i64",
-}  # fmt: skip
-INTEGER_TYPES = frozenset(
-    {"int", "unsigned", "unsigned int", "int32_t", "uint32_t", "int64_t", "uint64_t", "size_t", "long", "long long",
-     "unsigned long", "std::size_t", "std::int32_t", "std::int64_t", "std::uint32_t", "std::uint64_t"}
-)  # fmt: skip
-WIDE_INTEGERS = frozenset({"int64_t", "uint64_t", "size_t", "long", "long long", "unsigned long", "std::size_t", "std::int64_t", "std::uint64_t"})
-FLOAT_TYPES = {"float": "f32", "double": "f64"}
-STREAM_TYPES = frozenset({"cudaStream_t", "CUstream", "cudaStream_t&"})
-# An integer parameter with one of these names is the number of elements of the first input.
-ELEMENT_COUNT = re.compile(r"^(n|size|numel|count|len|length|elements|num_elements|total|total_size|N)$")
-SIZE_EXPRESSION = re.compile(r"^(?:(?P<tensor>[A-Za-z_]\w*)\.(?:(?P<size>size|numel)|shape\[(?P<dim>-?\d)\])|(?P<literal>\d{1,12}))$")
-THREADS = 256
-# The shape of an example input whose dims a --size reads: (rows, 128), (rows, 4, 128)...
-EXAMPLE_LAST_DIM, EXAMPLE_MIDDLE_DIM = 128, 4
-MAX_KERNEL_BYTES = 2_000_000  # parsing takes about 0.5 s and 100 MB a megabyte
 
+def read(
+    path: Path,
+    function: str | None,
+    sizes: dict[str, str],
+    attrs: set[str] = frozenset(),
+    asking: Asking = FLAGS,
+    *,
+    include_dirs: tuple[Path, ...] = (),
+    likes: dict[str, str] | None = None,
+    questions_ok: bool = False,
+) -> Wrapped:
+    """Read ``path`` and describe how to wrap ``function`` (the only kernel when None).
 
-@dataclass(frozen=True)
-class Asking:
-    """How an error names what the user gives: `xlacc new`'s flags, or, for `xlacc update`, xlacc.toml."""
+    ``include_dirs``: where its includes are searched (besides its folder), for kernels and launched
+    functions; ``likes``: outputs whose shape is given (``--output NAME:like=INPUT``). What xlacc
+    guessed is in ``Wrapped.questions``; unless ``questions_ok`` any guess raises QuestionsError."""
 
-    source: str
-    kernel: str
-    size: str
-    size_value: str
-    place_integer: str
-
-
-FLAGS = Asking(
-    source="--from {path}",
-    kernel="--kernel {name}",
-    size="--size {name}",
-    size_value="--size {name}={expression}",
-    place_integer="pass --size {name}=INPUT.size (or INPUT.shape[K], or a number), or --attr {name}:{dtype}=VALUE",
-)
-SPEC = Asking(
-    source="{path} ([from] file in xlacc.toml)",
-    kernel='[from] kernel = "{name}" in xlacc.toml',
-    size="[from] sizes.{name} in xlacc.toml",
-    size_value='[from] sizes.{name} = "{expression}" in xlacc.toml',
-    place_integer='add {name} = "INPUT.size" (or "INPUT.shape[K]", or "N") to [from] sizes in xlacc.toml, '
-    'or an [[attrs]] table with name = "{name}" and type = "{dtype}"',
-)
-
-
-@dataclass(frozen=True)
-class Argument:
-    """One argument of the wrapped call: how the launch function computes it."""
-
-    name: str  # the parameter's name
-    kind: str  # input | output | size | attr | stream | struct
-    c_type: str  # the parameter's base type as written (T for the op's element type)
-    expression: str  # the C++ expression passed
-    dtype: str = ""  # tensors and attrs
-    value: str = ""  # a size's value before the cast to the parameter's type
-    fields: tuple[Argument, ...] = ()  # a struct's fields, filled before the call
-
-
-@dataclass
-class Wrapped:
-    """What the generated launch function does, and the op's signature, from the kernel's source."""
-
-    function: str
-    callee: str  # how the launch code names it: with the namespaces it is defined in (``my::scale``)
-    is_kernel: bool  # __global__: launched with <<<...>>>; else called
-    template: bool  # instantiated with the op's element type T
-    returns_error: bool  # a host function returning cudaError_t
-    arguments: list[Argument] = field(default_factory=list)
-    sizes: dict[str, str] = field(default_factory=dict)  # --size: parameter -> INPUT.size | INPUT.shape[K] | N
-
-    def tensors(self, kind: str) -> list[Argument]:
-        return [a for a in self._flat() if a.kind == kind]
-
-    def attrs(self) -> list[Argument]:
-        return [a for a in self._flat() if a.kind == "attr"]
-
-    def _flat(self) -> list[Argument]:
-        return [f for a in self.arguments for f in (a.fields if a.kind == "struct" else (a,))]
-
-    @property
-    def element_count(self) -> str:
-        """What the grid covers: the first size argument, else the first output's element count."""
-        size = next((a.value for a in self._flat() if a.kind == "size"), None)
-        return size or f"{self.tensors('output')[0].name}.numel()"
-
-    def dims_read(self) -> dict[str, list[tuple[str, int]]]:
-        """Tensor -> (parameter, K) for each ``--size PARAMETER=TENSOR.shape[K]``."""
-        reads: dict[str, list[tuple[str, int]]] = {}
-        for name, expression in self.sizes.items():
-            match = SIZE_EXPRESSION.match(expression)
-            if match and match.group("dim") is not None:
-                reads.setdefault(match.group("tensor"), []).append((name, int(match.group("dim"))))
-        return {tensor: sorted(dims, key=lambda read: (read[1] < 0, read[1])) for tensor, dims in reads.items()}
-
-    def rank_checks(self) -> list[tuple[str, int, str]]:
-        """(tensor, the fewest dims it may have, the size that reads the last of them), for the launch to
-        check before the kernel reads a dim the tensor lacks (``dim(K)`` of a smaller tensor is 0)."""
-        checks = []
-        for tensor, reads in self.dims_read().items():
-            name, dim = max(reads, key=lambda read: _rank_needed(read[1]))
-            checks.append((tensor, _rank_needed(dim), f"{name} is {tensor}.shape[{dim}]"))
-        return checks
-
-    def example_shapes(self, spec) -> dict[str, tuple[str, str]]:
-        """Input -> (its shape in reference.example_inputs as Python over `size`, a comment).
-
-        An input whose dims the sizes read (or an output shaped like it does) gets as many dims as
-        they need; every other input is shaped like the one with the most dims, so that the kernel
-        finds as many elements in it as in the inputs xlacc can tell the shape of."""
-        reads = self.dims_read()
-        for output in spec.outputs:
-            if output.like:
-                reads.setdefault(output.like, []).extend(reads.get(output.name, []))
-        inputs = [t.name for t in spec.inputs]
-        ranks = {name: max((_rank_needed(dim) for _, dim in reads.get(name, [])), default=0) for name in inputs}
-        lead = max(inputs, key=lambda name: ranks[name])
-        shapes = {}
-        for name in inputs:
-            if ranks[name]:
-                read = ", ".join(f"{size} = shape[{dim}]" for size, dim in reads[name])
-                shapes[name] = (example_shape(ranks[name]), f"{name}: {read}")
-            elif ranks[lead]:
-                shapes[name] = (example_shape(ranks[lead]), f"{name}: shaped like {lead} (xlacc cannot tell its shape)")
-            else:
-                shapes[name] = (example_shape(1), name)
-        return shapes
-
-
-def _rank_needed(dim: int) -> int:
-    """shape[K] exists for K + 1 dims or more; shape[-K] for K."""
-    return dim + 1 if dim >= 0 else -dim
-
-
-def example_shape(rank: int) -> str:
-    """About `size` elements in `rank` dims, as Python: ``(size,)``, ``(max(1, size // 128), 128)``,
-    ``(max(1, size // 512), 4, 128)``..."""
-    if rank <= 1:
-        return "(size,)"
-    inner = [EXAMPLE_MIDDLE_DIM] * (rank - 2) + [EXAMPLE_LAST_DIM]
-    return f"(max(1, size // {math.prod(inner)}), {', '.join(map(str, inner))})"
-
-
-def read(path: Path, function: str | None, sizes: dict[str, str], attrs: set[str] = frozenset(), asking: Asking = FLAGS) -> Wrapped:
-    """Read ``path`` and describe how to wrap ``function`` (the only kernel when None)."""
     where = asking.source.format(path=path)
     try:
         text = paths.read_user_file(path, MAX_KERNEL_BYTES).decode("utf-8")
@@ -199,7 +99,18 @@ def read(path: Path, function: str | None, sizes: dict[str, str], attrs: set[str
     except UsageError as exc:
         raise UsageError(asking.source.format(path=exc)) from None
     source = cxx.parse(path.name, text)
-    chosen = _choose(source, path, function, asking)
+    included = [(found.path, found.text, cxx.parse(found.path.name, found.text)) for found in includes.closure(path, text, tuple(include_dirs))]
+    chosen, text = _choose(source, text, included, path, function, asking)
+    if torch_launcher.is_launcher(chosen):
+        functions = {f.short_name: f for s in [source, *(i[2] for i in included)] for f in s.functions if any(p.is_pointer for p in f.params)}
+        home = next((s for s in [source, *(i[2] for i in included)] if any(f is chosen for f in s.functions)), source)
+        wrapped = torch_launcher.read_launcher(where, chosen, home, functions, sizes, set(attrs), dict(likes or {}))
+        unused = sorted(set(sizes) - {a.name for a in wrapped.arguments if a.kind in ("size", "text")})
+        if unused:
+            raise UsageError(f"{asking.size.format(name=unused[0])}: {chosen.short_name} has no parameter of that name")
+        if wrapped.questions and not questions_ok:
+            raise QuestionsError(chosen.short_name, wrapped.questions, in_spec=asking is SPEC)
+        return wrapped
     if any(not re.match(r"^(typename|class)\s+\w+$", p) for p in chosen.template_params) or len(chosen.template_params) > 1:
         raise UsageError(
             f"{where}: {chosen.short_name} has template parameters {', '.join(chosen.template_params)}; "
@@ -207,12 +118,16 @@ def read(path: Path, function: str | None, sizes: dict[str, str], attrs: set[str
         )
     element_type = chosen.template_params[0].split()[-1] if chosen.template_params else None
     mapper = _Mapper(where, chosen.short_name, source, sizes, element_type, attrs, asking)
+    mapper.guesses_from(chosen, text)
     arguments = [mapper.argument(p) for p in chosen.params]
+    if mapper.questions and not questions_ok:
+        raise QuestionsError(chosen.short_name, mapper.questions, in_spec=asking is SPEC)
     if not any(a.kind == "output" for a in (f for a in arguments for f in (a.fields or (a,)))):
         raise UsageError(f"{where}: {chosen.short_name} has no non-const pointer parameter, so no output: its results must go somewhere")
     unused = sorted(set(sizes) - mapper.used_sizes)
     if unused:
         raise UsageError(f"{asking.size.format(name=unused[0])}: {chosen.short_name} has no integer parameter of that name")
+    sizes = {**sizes, **mapper.guessed_sizes}
     tensors = {a.name for a in (f for a in arguments for f in (a.fields or (a,))) if a.kind in ("input", "output")}
     for name, expression in sizes.items():
         referenced = SIZE_EXPRESSION.match(expression).group("tensor")
@@ -229,6 +144,7 @@ def read(path: Path, function: str | None, sizes: dict[str, str], attrs: set[str
         returns_error=chosen.return_type.replace("const ", "").strip() in ("cudaError_t", "cudaError"),
         arguments=arguments,
         sizes=dict(sizes),
+        questions=mapper.questions,
     )
 
 
@@ -272,24 +188,54 @@ def _struct_node(root, name: str):
     return None
 
 
-def _choose(source, path: Path, function: str | None, asking: Asking = FLAGS):
+def _choose(source, text: str, included: list, path: Path, function: str | None, asking: Asking = FLAGS):
+    """The function to wrap and the text it is defined in: ``function`` (in the file or a file it
+    includes), else the file's one PyTorch launcher, its launcher of every kernel, its one kernel or
+    its one function taking pointers."""
     kernels = source.kernels()
+    torch_ok = [f for f in source.host_functions() if torch_launcher.is_launcher(f) and _torch_refusal(f) is None]
     launchers = [f for f in source.host_functions() if _takes_stream(f) and _launched_by(f, kernels) and _passable(f, source)]
-    candidates = launchers + kernels if kernels else [f for f in source.host_functions() if any(p.is_pointer for p in f.params)]
+    candidates = torch_ok or (launchers + kernels if kernels else [f for f in source.host_functions() if any(p.is_pointer for p in f.params)])
     if function is not None:
-        found = source.function(function)
-        if found is None:
-            known = ", ".join(f.short_name for f in candidates) or "none"
-            raise UsageError(f"{asking.kernel.format(name=function)}: no function of that name in {path} (functions it could wrap: {known})")
-        return found
+        for home_text, home in [(text, source), *((t, s) for _, t, s in included)]:
+            found = home.function(function)
+            if found is not None:
+                refusal = _torch_refusal(found) if torch_launcher.is_launcher(found) else None
+                if refusal:
+                    raise UsageError(f"{asking.kernel.format(name=function)}: {found.short_name} is {refusal}")
+                return found, home_text
+        known = ", ".join([f.short_name for f in candidates] + [f"{k.short_name} ({p.name})" for p, _, s in included for k in s.kernels()]) or "none"
+        raise UsageError(f"{asking.kernel.format(name=function)}: no function of that name in {path} or the files it includes (functions it could wrap: {known})")
+    if torch_ok:
+        if len(torch_ok) == 1:
+            return torch_ok[0], text
+        names = ", ".join(f.short_name for f in torch_ok)
+        raise UsageError(f"{asking.source.format(path=path)}: it defines {len(torch_ok)} PyTorch launchers ({names}); pick one with --kernel NAME")
     if len(launchers) == 1 and len(_launched_by(launchers[0], kernels)) == len(kernels):
-        return launchers[0]  # the user's own launch of every kernel: its grid, not xlacc's guess
+        return launchers[0], text  # the user's own launch of every kernel: its grid, not xlacc's guess
     if len(candidates) == 1:
-        return candidates[0]
+        return candidates[0], text
     if not candidates:
-        raise UsageError(f"{asking.source.format(path=path)}: no __global__ kernel and no function taking pointers to wrap")
+        raise UsageError(f"{asking.source.format(path=path)}: nothing to wrap: no __global__ kernel, no PyTorch launcher and no function taking pointers; {_what_it_saw(source, included)}")
     names = ", ".join(f.short_name for f in candidates)
     raise UsageError(f"{asking.source.format(path=path)}: it defines {len(candidates)} functions it could wrap ({names}); pick one with --kernel NAME")
+
+
+def _torch_refusal(function) -> str | None:
+    return torch_launcher.why_not_passable(function, INTEGER_TYPES, FLOAT_TYPES)
+
+
+def _what_it_saw(source, included: list) -> str:
+    """What the file and its includes hold, and why none of it wraps: the message's second half."""
+    seen = []
+    for f in source.host_functions():
+        why = _torch_refusal(f) if torch_launcher.is_launcher(f) else "takes no pointer and no tensor"
+        seen.append(f"{f.short_name} (line {f.line}): {why}")
+    for header, _, parsed in included:
+        seen += [f"kernel {k.short_name} in {header.name} (line {k.line}): --kernel {k.short_name} wraps it" for k in parsed.kernels()]
+    if not seen:
+        return "it saw no function at all"
+    return "it saw: " + "; ".join(seen)
 
 
 def _takes_stream(function) -> bool:
@@ -324,6 +270,21 @@ class _Mapper:
         self.sizes, self.element_type, self.attrs, self.asking = sizes, element_type, attrs, asking
         self.used_sizes: set[str] = set()
         self.first_input: str | None = None
+        self.questions: list = []  # xlacc.commands.new.questions.Question, each with the guess taken
+        self.guessed_sizes: dict[str, str] = {}
+        self.pointers: list[str] = []  # the tensors, inputs first, for the guesses
+        self.dims: dict[str, list[str]] = {}
+
+    def guesses_from(self, function, text: str) -> None:
+        """What the guesses read: the pointer parameters and the shape comments on them."""
+        params = list(function.params)
+        self.dims = signature_dims(text, function.line, function.body_lines[0], {p.name for p in params})
+        for struct in filter(None, (self.source.struct(p.base_type) for p in function.params if not p.is_pointer)):
+            params += struct.fields  # a struct of parameters: its fields, and the shape comments on them
+            last = struct.line + len(struct.fields) * 4 + 2
+            self.dims.update(signature_dims(text, struct.line, last, {f.name for f in struct.fields}))
+        pointers = [p for p in params if p.is_pointer and p.name]
+        self.pointers = [p.name for p in pointers if p.const_pointee] + [p.name for p in pointers if not p.const_pointee]
 
     def fail(self, name: str, message: str) -> UsageError:
         return UsageError(f"{self.where}: {self.function}'s parameter `{name}` {message}")
@@ -368,27 +329,30 @@ class _Mapper:
     def integer(self, name: str, base: str) -> Argument:
         if name in self.sizes:
             self.used_sizes.add(name)
+            if is_text(self.sizes[name]):
+                raise self.fail(name, f"is an integer, and {self.asking.size_value.format(name=name, expression=self.sizes[name])} is a text: use INPUT.size, INPUT.shape[K] or a number")
             return self.size(name, base, size_expression(self.sizes[name], name, self.asking))
         if name in self.attrs:
             return Argument(name, "attr", base, f"static_cast<{base}>({name})", "i64" if base in WIDE_INTEGERS else "i32")
         if ELEMENT_COUNT.match(name) and self.first_input is not None:
             return self.size(name, base, f"{self.first_input}.numel()")
+        return self.guess(name, base)
+
+    def guess(self, name: str, base: str) -> Argument:
+        """An integer nothing placed: asked about, with the size its name suggests, else an attribute."""
+        found = guess_size(name, self.pointers, self.dims)
+        if found is not None:
+            expression, why = found
+            self.questions.append(Question(name, "an integer", self.asking.size_value.format(name=name, expression=expression), why))
+            self.guessed_sizes[name] = expression
+            return self.size(name, base, size_expression(expression, name, self.asking))
         dtype = "i64" if base in WIDE_INTEGERS else "i32"
-        raise self.fail(name, f"is an integer xlacc cannot place: {self.asking.place_integer.format(name=name, dtype=dtype)}")
+        flag = f"--attr {name}:{dtype}" if self.asking is FLAGS else self.asking.place_integer.format(name=name, dtype=dtype)
+        self.questions.append(Question(name, "an integer", flag, "nothing says which size it is: an attribute the caller passes"))
+        return Argument(name, "attr", base, f"static_cast<{base}>({name})", dtype)
 
     def size(self, name: str, base: str, value: str) -> Argument:
         return Argument(name, "size", base, f"static_cast<{base}>({value})", value=value)
-
-
-def size_expression(text: str, name: str, asking: Asking = FLAGS) -> str:
-    """``x.size`` / ``x.numel`` -> ``x.numel()``; ``x.shape[1]`` -> ``x.dim(1)``; ``128`` -> ``128``."""
-    match = SIZE_EXPRESSION.match(text.strip())
-    if not match:
-        raise UsageError(f"{asking.size_value.format(name=name, expression=text)}: use INPUT.size, INPUT.shape[K] or a whole number")
-    if match.group("literal"):
-        return match.group("literal")
-    tensor = match.group("tensor")
-    return f"{tensor}.numel()" if match.group("size") else f"{tensor}.dim({match.group('dim')})"
 
 
 def parse_sizes(values: list[str]) -> dict[str, str]:
@@ -410,10 +374,19 @@ def check_spec(spec) -> None:
     written (regenerating would call the kernel with a tensor no entry point receives)."""
     origin = spec.origin
     path = Path(os.path.normpath(spec.root / origin.file))
-    wrapped = read(path, origin.function, dict(origin.sizes), {a.name for a in spec.attrs}, SPEC)
+    wrapped = read(path, origin.function, dict(origin.sizes), {a.name for a in spec.attrs}, SPEC, **spec_context(spec))
     changes = _tensor_changes(spec, wrapped, "input") + _tensor_changes(spec, wrapped, "output") + _attr_changes(spec, wrapped)
     if changes:
         raise UsageError(f"{origin.function} in {origin.file} no longer matches xlacc.toml: {'; '.join(changes)}; then run `xlacc update` again")
+
+
+def spec_context(spec) -> dict:
+    """What ``read`` takes from a project's xlacc.toml besides [from]: its include folders and the
+    shapes of its outputs (so a torch launcher's outputs are not asked about again)."""
+    return {
+        "include_dirs": tuple(Path(os.path.normpath(spec.root / d)) for d in spec.build.include_dirs),
+        "likes": {t.name: t.like for t in spec.outputs if t.like and not t.alias},
+    }
 
 
 def _tensor_changes(spec, wrapped: Wrapped, kind: str) -> list[str]:

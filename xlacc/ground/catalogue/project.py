@@ -53,6 +53,20 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "`warning #20280-D: when \"-static-global-template-stub=true\" ... must have a definition in the current translation unit`",
     ),
     CatalogueEntry(
+        "include-missing",
+        "project",
+        "error",
+        "a header the source includes is on no include path",
+        "The compiler found no file of that name next to the file that includes it (for `#include \"...\"`) or in "
+        "any folder of the include path: xlacc's headers, the project, and [build] include_dirs. A kernel from a larger "
+        "tree (vLLM's csrc, a kernels-hub repository) usually needs its source root there. PyTorch's headers "
+        "(torch/all.h, ATen/..., c10/...) come from xlacc's stand-ins in a project made with `xlacc new --from`.",
+        "Add the folder that holds the header to [build] include_dirs in xlacc.toml (`xlacc new NAME --from FILE "
+        "--include DIR` records it); for PyTorch's headers, wrap the launcher with `xlacc new --from`, whose build "
+        "puts xlacc's PyTorch stand-ins (xlacc_torch_compat.h) on the include path.",
+        "`kernel.cu:5:10: fatal error: cuda_utils.h: No such file or directory`",
+    ),
+    CatalogueEntry(
         "rule-crashed",
         "project",
         "error",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from xlacc.ground.catalogue import make as make_finding
 from xlacc.ground.report import Finding
@@ -106,3 +107,46 @@ def warnings_finding(compiler: str, title: str, warnings: list[str]) -> Finding:
     return make_finding(
         "compiler-warning", "\n".join(shown) + (f"\n... and {hidden} more" if hidden else ""), title=f"{compiler} warned about {title}"
     )
+
+
+# A header the compiler could not find: gcc, clang, and nvcc's front end.
+MISSING_INCLUDE = re.compile(
+    r"^(?P<where>[^\s:(][^:(]*?(?::\d+(?::\d+)?|\(\d+\))): (?:fatal error|catastrophic error|error): "
+    r"(?:(?P<gcc>[^\s:'\"]+): No such file or directory|'(?P<clang>[^']+)' file not found|cannot open source file \"(?P<edg>[^\"]+)\")",
+    re.MULTILINE,
+)
+TORCH_HEADER = re.compile(r"^(?:torch|ATen|c10|caffe2|pybind11)/")
+
+
+def missing_includes(output: str) -> list[tuple[str, str]]:
+    """(header, where it is included) for each include the compiler could not find, once each."""
+    found: dict[str, str] = {}
+    for match in MISSING_INCLUDE.finditer(output):
+        header = match.group("gcc") or match.group("clang") or match.group("edg")
+        found.setdefault(header, match.group("where"))
+    return list(found.items())
+
+
+def include_findings(output: str, search_path: tuple[Path, ...], stand_ins: Path | None = None) -> list[Finding]:
+    """An include-missing finding per header not found: the folders searched, and the fix (a folder
+    for [build] include_dirs, or xlacc's PyTorch stand-ins, where ``stand_ins`` says which it has)."""
+    findings = []
+    for header, where in missing_includes(output):
+        includer = re.sub(r"(?::\d+)+$|\(\d+\)$", "", where)
+        folders = [str(Path(includer).parent)] + [str(d) for d in search_path]
+        evidence = f"{where}: `{header}` is in none of: " + ", ".join(dict.fromkeys(folders))
+        fix = None
+        if TORCH_HEADER.match(header):
+            fix = _torch_header_fix(header, stand_ins)
+        findings.append(make_finding("include-missing", evidence, title=f"`{header}` is on no include path", fix=fix, likelihood=0.95))
+    return findings
+
+
+def _torch_header_fix(header: str, stand_ins: Path | None) -> str:
+    if stand_ins is None:
+        return (f"`{header}` is PyTorch's: wrap the launcher with `xlacc new NAME --from FILE`, whose build puts xlacc's "
+                "PyTorch stand-ins (xlacc_torch_compat.h: tensors over XLA's buffers, TORCH_CHECK, AT_DISPATCH, the stream) "
+                "on the include path in front of the real torch headers.")
+    return (f"`{header}` is PyTorch's and xlacc's stand-ins ({stand_ins}) have no file of that name: include one they "
+            "have (torch/all.h, ATen/ATen.h, ATen/cuda/CUDAContext.h, c10/cuda/CUDAGuard.h...) instead, or give the "
+            "launcher only what xlacc_torch_compat.h provides.")

@@ -73,6 +73,11 @@ def _rule(name: str, anchors: tuple[str, ...], pattern: str, *causes: Cause, fla
     return TextRule(name, anchors, pattern, causes, flags, max_matches)
 
 
+TORCH_INCLUDE_FIX = (
+    "It is one of PyTorch's headers: wrap the launcher with `xlacc new NAME --from FILE`, whose build puts xlacc's "
+    "PyTorch stand-ins (xlacc_torch_compat.h) on the include path in front of the real torch headers, so the "
+    "launcher compiles unchanged and without libtorch."
+)
 REGISTERED_AS_TYPED = (
     "This lookup searched the legacy registry (the call used api_version 1-3). A target registered with "
     "`jax.ffi.register_ffi_target(...)` and no api_version=0 sits in the typed FFI registry instead: if that is "
@@ -98,6 +103,15 @@ ELSEWHERE = (
 )
 
 RULES: tuple[TextRule, ...] = (
+    _rule(
+        "include-missing",
+        ("No such file", "file not found", "cannot open source file"),
+        r"(?:fatal\s+error|catastrophic\s+error|error):\s+(?:(?P<header>[\w./+-]{1,256}):\s+No\s+such\s+file\s+or\s+directory"
+        r"|'(?P<clang>[\w./+-]{1,256})'\s+file\s+not\s+found|cannot\s+open\s+source\s+file\s+\"(?P<edg>[\w./+-]{1,256})\")",
+        Cause("include-missing", 0.95, title="`{header}` is on no include path (a PyTorch header)", fix=TORCH_INCLUDE_FIX,
+              when=("header", r"^(?:torch|ATen|c10|caffe2|pybind11)/")),
+        Cause("include-missing", 0.95, title="`{header}` is on no include path", unless=("header", r"^(?:torch|ATen|c10|caffe2|pybind11)/")),
+    ),
     _rule(
         "legacy-lookup",
         ("registered", "implementation"),
@@ -761,6 +775,8 @@ def _evidence(match_text: str, groups: dict[str, str], how_to_tell: str | None) 
 
 def _findings_for(rule: TextRule, match: re.Match) -> list[Finding]:
     groups = {k: (v or "").strip() for k, v in match.groupdict().items()}
+    if "header" in groups:  # include-missing: one name for the header whichever compiler's words matched
+        groups["header"] = groups["header"] or groups.get("clang") or groups.get("edg") or ""
     findings = []
     for cause in rule.causes:
         if not cause.applies(groups):

@@ -1,0 +1,3 @@
+// c10/cuda/CUDAException.h: xlacc's stand-in (see xlacc_torch_compat.h): a launcher including it compiles over XLA's buffers.
+#pragma once
+#include <xlacc_torch_compat.h>
