@@ -186,11 +186,16 @@ def tensor_parallel(xm):
     result = {"devices": jax.device_count(), "greedy": engine.generate(batch, max_new_tokens=NEW).tokens,
               "torch_greedy": torch_greedy(model, batch, NEW)}
     decode = engine.compiled_decode_text(len(batch))
-    result["decode_collectives"] = {c: len(re.findall(rf"\b{c}(?:-start)?\(", decode)) for c in COLLECTIVES}
+    result["decode_collectives"] = collectives(decode)
+    result["prefill_collectives"] = collectives(engine.compiled_prefill_text(len(batch), 32))
     result["cache_sharding"] = spec_of(engine.cache.layers[0][0])
     result["q_proj_sharding"] = spec_of(engine.params["lm.model.layers.0.self_attn.q_proj.weight"])
     result["o_proj_sharding"] = spec_of(engine.params["lm.model.layers.0.self_attn.o_proj.weight"])
     return result
+
+
+def collectives(hlo: str) -> dict:
+    return {c: len(re.findall(rf"\b{c}(?:-start)?\(", hlo)) for c in COLLECTIVES}
 
 
 def spec_of(array) -> list:
@@ -199,13 +204,37 @@ def spec_of(array) -> list:
     return spec + [None] * (array.ndim - len(spec))
 
 
+def data_parallel(xm):
+    """Sequences over 2 shards, and 2 x 2 with tensor parallelism (4 devices); the prefill in 2 calls."""
+    import jax
+
+    model = torch_model(tiny())
+    batch = prompts(lens=(13, 20, 7, 16))
+    result = {"devices": jax.device_count(), "torch_greedy": torch_greedy(model, batch, NEW)}
+    for dp, tp in ((2, 1), (2, 2)):
+        engine = xm.Engine(model, max_seqs=4, max_len=48, mesh=xm.model_mesh(dp=dp, tp=tp), max_prefill_tokens=32)
+        name = f"dp{dp}_tp{tp}"
+        result[name] = engine.generate(batch, max_new_tokens=NEW).tokens
+        result[f"{name}_prefill_calls"] = [list(map(int, rows)) for rows in engine._prefill_calls(len(batch), 32)]
+        run = engine.start(batch, max_new_tokens=NEW)  # each row's blocks (and its unused entries) from its shard's range
+        per_shard = engine.cache.num_blocks // dp
+        result[f"{name}_shards_of_blocks"] = [sorted({int(b) // per_shard for b in engine.cache.tables[seq]}) for seq in run.seqs]
+        engine.finish(run)
+        result[f"{name}_decode_collectives"] = collectives(engine.compiled_decode_text(len(batch)))
+        result[f"{name}_prefill_collectives"] = collectives(engine.compiled_prefill_text(2, 32))
+        result[f"{name}_cache_sharding"] = spec_of(engine.cache.layers[0][0])
+        result[f"{name}_odd_batch"] = error_of(lambda: engine.generate(prompts(lens=(5, 6, 7)), max_new_tokens=2))
+    return result
+
+
 def main():
     project, kvw_project, mode = sys.argv[1:4]
     sys.path[:0] = [project, kvw_project]
     from kvw.jax import kvw as kvw_op
     from pa import model as xm
 
-    print(json.dumps(single(xm, kvw_op) if mode == "single" else tensor_parallel(xm)))
+    run = {"single": lambda: single(xm, kvw_op), "tp": lambda: tensor_parallel(xm), "dp": lambda: data_parallel(xm)}[mode]
+    print(json.dumps(run()))
 
 
 if __name__ == "__main__":

@@ -139,9 +139,10 @@ def test_tensor_parallel_over_two_devices_needs_only_all_reduces(projects):
     result = _child(projects, "tp", XLA_FLAGS="--xla_force_host_platform_device_count=2")
     assert result["devices"] == 2
     assert result["greedy"] == result["torch_greedy"]
-    collectives = result["decode_collectives"]
-    assert collectives["all-reduce"] > 0
-    assert {name: n for name, n in collectives.items() if name != "all-reduce" and n} == {}
+    for step in ("decode", "prefill"):
+        collectives = result[f"{step}_collectives"]
+        assert collectives["all-reduce"] > 0, step
+        assert {name: n for name, n in collectives.items() if name != "all-reduce" and n} == {}, step
     assert result["q_proj_sharding"] == ["tp", None]  # column-parallel: output rows
     assert result["o_proj_sharding"] == [None, "tp"]  # row-parallel: input columns
     assert result["cache_sharding"] == [None, None, "tp", None]  # over KV heads
@@ -159,3 +160,18 @@ def test_serve_script_summarizes_a_run_and_refuses_bad_input_in_one_line(project
     bad = subprocess.run([*serve, "--model-config", str(config)], cwd=projects[0], env=_env(), capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: head size 16 is not one pa supports (64, 128, 256)"
+
+
+def test_data_parallel_splits_sequences_and_their_blocks(projects):
+    result = _child(projects, "dp", XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    assert result["devices"] == 4
+    for name, cache_spec in (("dp2_tp1", ["dp", None, None, None]), ("dp2_tp2", ["dp", None, "tp", None])):
+        assert result[name] == result["torch_greedy"], name
+        assert result[f"{name}_shards_of_blocks"] == [[0], [0], [1], [1]]  # rows 0-1 on shard 0, 2-3 on shard 1
+        assert result[f"{name}_prefill_calls"] == [[0, 2], [1, 3]]  # each call's rows split over dp as the batch's
+        assert result[f"{name}_cache_sharding"] == cache_spec
+        for step in ("decode", "prefill"):
+            found = {c: n for c, n in result[f"{name}_{step}_collectives"].items() if n and c != "all-reduce"}
+            assert found == {}, (name, step)
+        assert result[f"{name}_odd_batch"] == "ModelPathError: 3 prompts do not split evenly over 2 data-parallel shards"
+    assert result["dp2_tp1_decode_collectives"]["all-reduce"] == 0  # the weights whole on every device: nothing to add up
