@@ -296,18 +296,28 @@ def _xla_decode(pa_reference, query, key_cache, value_cache, cu_q_lens, kv_lens,
 
 
 def tensor_parallel(args, model, prompt_np):
+    import functools
+
     import jax
     import kvw.jax as kvw_jax
     import pa.model as xm
+    from pa.paged_cache import prefill_attention
 
     B, S, n = args.batch, args.prompt, args.new_tokens
     prompts, result = list(prompt_np), {}
     for tp in (args.tp, 1):
-        mesh = xm.tensor_parallel_mesh(tp) if tp > 1 else None
-        engine = xm.Engine(model, max_seqs=B, max_len=S + n + 1, kv_write=kvw_jax.kvw, mesh=mesh, steps_per_call=args.variants[0][1],
-                           max_prefill_tokens=1 << 16)
+        mesh = xm.model_mesh(tp=tp) if tp > 1 else None
+        make = functools.partial(xm.Engine, model, max_seqs=B, max_len=S + n + 1, kv_write=kvw_jax.kvw, mesh=mesh,
+                                 steps_per_call=args.variants[0][1], max_prefill_tokens=1 << 16)
+        engine, prefill = make(), "default"
         t0 = time.perf_counter()
-        engine.generate(prompts, max_new_tokens=n)
+        try:
+            engine.generate(prompts, max_new_tokens=n)
+        except Exception as e:  # noqa: BLE001  (cuDNN's attention split over devices: XLA's instead, and say so)
+            emit({"event": "error", "devices": tp, "prefill": "default", "error": f"{type(e).__name__}: {e}"[:2000]})
+            engine.cache.layers = None
+            engine, prefill = make(prefill_attention=functools.partial(prefill_attention, implementation="xla")), "XLA"
+            engine.generate(prompts, max_new_tokens=n)
         warm = time.perf_counter() - t0
         runs = [engine.generate(prompts, max_new_tokens=n) for _ in range(args.rounds)]
         decode_s = statistics.median(r.decode_s for r in runs)
@@ -315,8 +325,8 @@ def tensor_parallel(args, model, prompt_np):
         collectives = {c: len(re.findall(rf"\b{c}(?:-start)?\(", hlo)) for c in COLLECTIVES}
         result[tp] = B * (n - 1) / decode_s
         emit({"event": "tp_decode", "devices": tp, "tok_s": round(result[tp], 1), "ms_per_step": round(decode_s / (n - 1) * 1e3, 3),
-              "ttft_s": round(min(r.ttft_s for r in runs), 4), "first_run_s": round(warm, 1), "collectives": collectives,
-              "device_kind": jax.devices()[0].device_kind})
+              "ttft_s": round(min(r.ttft_s for r in runs), 4), "prefill_attention": prefill, "first_run_s": round(warm, 1),
+              "decode_collectives": collectives, "device_kind": jax.devices()[0].device_kind, "device_count": jax.device_count()})
         engine.cache.layers = None
         del engine
     ok = result[args.tp] >= 3 * result[1]
