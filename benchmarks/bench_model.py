@@ -218,17 +218,21 @@ def top1(got, want):
 
 
 def copy_bandwidth():
+    """Device bytes per second (read + write) of an elementwise pass over 1 GiB, in place (donated),
+    20 passes queued back to back: what a step that reads its bytes once could reach."""
     import jax
     import jax.numpy as jnp
 
     x = jnp.zeros((1 << 28 if jax.default_backend() == "gpu" else 1 << 22,), jnp.float32)
-    f = jax.jit(lambda a: a + 1)
-    f(x).block_until_ready()
-    best = float("inf")
-    for _ in range(10):
+    f = jax.jit(lambda a: a + 1, donate_argnums=0)
+    x = f(x).block_until_ready()
+    best, passes = float("inf"), 20
+    for _ in range(5):
         t0 = time.perf_counter()
-        f(x).block_until_ready()
-        best = min(best, time.perf_counter() - t0)
+        for _ in range(passes):
+            x = f(x)
+        x.block_until_ready()
+        best = min(best, (time.perf_counter() - t0) / passes)
     return 2 * x.nbytes / best
 
 
@@ -327,6 +331,21 @@ def tensor_parallel(args, model, prompt_np):
         emit({"event": "tp_decode", "devices": tp, "tok_s": round(result[tp], 1), "ms_per_step": round(decode_s / (n - 1) * 1e3, 3),
               "ttft_s": round(min(r.ttft_s for r in runs), 4), "prefill_attention": prefill, "first_run_s": round(warm, 1),
               "decode_collectives": collectives, "device_kind": jax.devices()[0].device_kind, "device_count": jax.device_count()})
+        engine.cache.layers = None
+        del engine
+    bandwidth = copy_bandwidth()
+    # the one-GPU step against the bytes limit at this batch and at 64 sequences (the one-GPU run's shape)
+    for batch in (B, 64):
+        engine = xm.Engine(model, max_seqs=batch, max_len=S + n + 1, kv_write=kvw_jax.kvw, steps_per_call=args.variants[0][1],
+                           max_prefill_tokens=1 << 16)
+        if batch == B:
+            ms = 1e3 * B / result[1]
+        else:
+            engine.generate(prompts[:batch], max_new_tokens=n)
+            ms = 1e3 * statistics.median(engine.generate(prompts[:batch], max_new_tokens=n).decode_s for _ in range(2)) / (n - 1)
+        limit_ms = 1e3 * engine.decode_bytes([S + n // 2] * batch) / bandwidth
+        emit({"event": "bytes_limit", "devices": 1, "batch": batch, "copy_gb_s": round(bandwidth / 1e9, 1), "ms_per_step": round(ms, 3),
+              "limit_ms_per_step": round(limit_ms, 3), "percent_of_limit": round(100 * limit_ms / ms, 1)})
         engine.cache.layers = None
         del engine
     ok = result[args.tp] >= 3 * result[1]
