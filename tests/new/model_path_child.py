@@ -25,8 +25,8 @@ def tiny(kind="llama", **extra):
 
     cls = {"llama": LlamaConfig, "qwen2": Qwen2Config, "mistral": MistralConfig}[kind]
     # the smallest head size the decode op takes is 64; hidden stays 64 (q/k/v project up to 4 x 64)
-    values = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
-                  intermediate_size=128, max_position_embeddings=128, tie_word_embeddings=False)
+    values = {"vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "head_dim": 64, "intermediate_size": 128, "max_position_embeddings": 128, "tie_word_embeddings": False}
     values.update(extra)
     return cls(**values)
 
@@ -223,7 +223,7 @@ def data_parallel(xm):
         result[f"{name}_decode_collectives"] = collectives(engine.compiled_decode_text(len(batch)))
         result[f"{name}_prefill_collectives"] = collectives(engine.compiled_prefill_text(2, 32))
         result[f"{name}_cache_sharding"] = spec_of(engine.cache.layers[0][0])
-        result[f"{name}_odd_batch"] = error_of(lambda: engine.generate(prompts(lens=(5, 6, 7)), max_new_tokens=2))
+        result[f"{name}_odd_batch"] = error_of(lambda engine=engine: engine.generate(prompts(lens=(5, 6, 7)), max_new_tokens=2))
     return result
 
 
