@@ -175,3 +175,16 @@ def test_data_parallel_splits_sequences_and_their_blocks(projects):
             assert found == {}, (name, step)
         assert result[f"{name}_odd_batch"] == "ModelPathError: 3 prompts do not split evenly over 2 data-parallel shards"
     assert result["dp2_tp1_decode_collectives"]["all-reduce"] == 0  # the weights whole on every device: nothing to add up
+
+
+def test_a_ragged_op_serves_prefill_and_decode_itself(tmp_path):
+    """A template whose [model] attention is "ragged" (its op in the ragged paged attention
+    signature) gets a model path that calls the op for both steps, without XLA's prefill."""
+    from xlacc.scaffold import render, template_meta
+
+    spec, _ = spec_for(NewRequest(name="rpa", template="paged-attention", platform="cpu", frameworks=["jax"], directory=tmp_path / "rpa"))
+    meta = {**template_meta("paged-attention"), "model": {"attention": "ragged"}}
+    adapter = render(spec, meta)["rpa/model_adapter.py"]
+    assert "DEFAULT_PREFILL = DEFAULT_DECODE = _op" in adapter
+    assert "prefill_attention" not in adapter and "_decode_attention" not in adapter
+    assert 'OP_KIND = "ragged"' in adapter
