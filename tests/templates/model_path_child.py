@@ -2,7 +2,7 @@
 process): a generated cpu paged-attention project's model path against the same models in torch.
 Prints one JSON object: what each check measured.
 
-    python model_path_child.py PROJECT_DIR KVW_PROJECT_DIR single|tp
+    python model_path_child.py PROJECT_DIR KVW_PROJECT_DIR single|tp|dp|ragged   (PROJECT_DIR's name is its package)
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -227,13 +228,35 @@ def data_parallel(xm):
     return result
 
 
+def ragged_op(xm):
+    """A ragged-paged-attention project: the op itself serves prefill and decode (and a sliding window)."""
+    model = torch_model(tiny())
+    batch = prompts()
+    engine = xm.Engine(model, max_seqs=4, max_len=48)
+    result = {"greedy": engine.generate(batch, max_new_tokens=NEW).tokens, "torch_greedy": torch_greedy(model, batch, NEW)}
+    forced = np.array([t[: NEW - 1] for t in result["torch_greedy"]])
+    result["forced_max_abs_diff"] = float(np.abs(engine.teacher_forced_logits(batch, forced) - torch_forced(model, batch, forced)).max())
+    result["op_kind"] = xm.OP_KIND
+    calls = re.compile(r'custom_call_target="([^"]+)"')
+    result["decode_custom_calls"] = sorted(set(calls.findall(engine.compiled_decode_text(3))))
+    result["prefill_custom_calls"] = sorted(set(calls.findall(engine.compiled_prefill_text(3, 32))))
+    windowed = torch_model(tiny("mistral", sliding_window=8), seed=4)
+    got = xm.Engine(windowed, max_seqs=4, max_len=48).teacher_forced_logits(batch, forced)
+    result["sliding_window_forced_max_abs_diff"] = float(np.abs(got - torch_forced(windowed, batch, forced)).max())
+    return result
+
+
 def main():
+    import importlib
+
     project, kvw_project, mode = sys.argv[1:4]
     sys.path[:0] = [project, kvw_project]
     from kvw.jax import kvw as kvw_op
-    from pa import model as xm
 
-    run = {"single": lambda: single(xm, kvw_op), "tp": lambda: tensor_parallel(xm), "dp": lambda: data_parallel(xm)}[mode]
+    xm = importlib.import_module(f"{Path(project).name}.model")
+
+    run = {"single": lambda: single(xm, kvw_op), "tp": lambda: tensor_parallel(xm), "dp": lambda: data_parallel(xm),
+           "ragged": lambda: ragged_op(xm)}[mode]
     print(json.dumps(run()))
 
 

@@ -1,6 +1,6 @@
 """The model path every attention project gets (NAME/model.py, serve_NAME.py): a cpu paged-attention
 project built once for the module, its generated Engine serving tiny transformers models in a child
-process (tests/new/model_path_child.py) against the same models in torch."""
+process (tests/templates/model_path_child.py) against the same models in torch."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from needs import GXX
 
-from xlacc.scaffold import NewRequest, create, files_for, spec_for
+from xlacc.commands.new.project import NewRequest, create, files_for, spec_for
 
 CHILD = Path(__file__).with_name("model_path_child.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -41,20 +41,22 @@ def _build(directory: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def projects(tmp_path_factory) -> tuple[Path, Path]:
-    """pa (paged-attention, f32 only) and kvw (paged-kv-write), cpu, jax + torchax, built."""
+def projects(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """pa (paged-attention, f32 only), kvw (paged-kv-write) and rpa (ragged-paged-attention), cpu,
+    jax + torchax, built."""
     root = tmp_path_factory.mktemp("model_path")
     made = []
-    for name, template in (("pa", "paged-attention"), ("kvw", "paged-kv-write")):
+    for name, template in (("pa", "paged-attention"), ("kvw", "paged-kv-write"), ("rpa", "ragged-paged-attention")):
         create(NewRequest(name=name, template=template, platform="cpu", frameworks=["jax", "torchax"], dtypes=["f32"], directory=root / name))
         made.append(root / name)
     for directory in made:
         _build(directory)
-    return made[0], made[1]
+    return made[0], made[1], made[2]
 
 
 def _child(projects, mode: str, **env) -> dict:
-    run = subprocess.run([sys.executable, str(CHILD), str(projects[0]), str(projects[1]), mode], env=_env(**env), capture_output=True,
+    project = projects[2] if mode == "ragged" else projects[0]
+    run = subprocess.run([sys.executable, str(CHILD), str(project), str(projects[1]), mode], env=_env(**env), capture_output=True,
                          text=True, timeout=900, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -71,6 +73,7 @@ def test_attention_templates_get_the_model_path_and_others_do_not(tmp_path):
         return {path for _, path in files_for(spec)}
 
     assert {"op/model.py", "op/model_adapter.py", "op/paged_cache.py", "serve_op.py"} <= paths("paged-attention")
+    assert {"op/model.py", "op/model_adapter.py", "op/paged_cache.py", "serve_op.py"} <= paths("ragged-paged-attention")
     assert not {"op/model.py", "serve_op.py"} & paths("paged-kv-write")
     assert not {"op/model.py", "serve_op.py"} & paths("rms-norm")
 
@@ -177,14 +180,22 @@ def test_data_parallel_splits_sequences_and_their_blocks(projects):
     assert result["dp2_tp1_decode_collectives"]["all-reduce"] == 0  # the weights whole on every device: nothing to add up
 
 
-def test_a_ragged_op_serves_prefill_and_decode_itself(tmp_path):
-    """A template whose [model] attention is "ragged" (its op in the ragged paged attention
-    signature) gets a model path that calls the op for both steps, without XLA's prefill."""
-    from xlacc.scaffold import render, template_meta
+def test_a_ragged_projects_model_path_calls_the_op_for_both_steps(tmp_path):
+    """[model] attention = "ragged": the op in the ragged paged attention signature, no XLA prefill."""
+    from xlacc.commands.new.project import render, template_meta
 
-    spec, _ = spec_for(NewRequest(name="rpa", template="paged-attention", platform="cpu", frameworks=["jax"], directory=tmp_path / "rpa"))
-    meta = {**template_meta("paged-attention"), "model": {"attention": "ragged"}}
-    adapter = render(spec, meta)["rpa/model_adapter.py"]
+    request = NewRequest(name="rpa", template="ragged-paged-attention", platform="cpu", frameworks=["jax"], directory=tmp_path / "rpa")
+    spec, _ = spec_for(request)
+    adapter = render(spec, template_meta("ragged-paged-attention"))["rpa/model_adapter.py"]
     assert "DEFAULT_PREFILL = DEFAULT_DECODE = _op" in adapter
     assert "prefill_attention" not in adapter and "_decode_attention" not in adapter
     assert 'OP_KIND = "ragged"' in adapter
+
+
+def test_the_ragged_op_serves_prefill_and_decode_and_a_sliding_window(projects):
+    result = _child(projects, "ragged")
+    assert result["op_kind"] == "ragged"
+    assert result["greedy"] == result["torch_greedy"]
+    assert result["forced_max_abs_diff"] < 1e-4
+    assert result["decode_custom_calls"] == ["rpa"] and result["prefill_custom_calls"] == ["rpa"]  # no XLA attention beside it
+    assert result["sliding_window_forced_max_abs_diff"] < 1e-4  # Mistral, window 8, contexts up to 25 tokens
