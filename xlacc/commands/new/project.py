@@ -77,9 +77,29 @@ PROJECT_FILES: tuple[ProjectFile, ...] = (
         "a decode step from PyTorch through torchax, as vLLM's TPU backend runs one",
         lambda s: s.template == "paged-attention" and "torchax" in s.frameworks,
     ),
+    ProjectFile("_attention/paged_cache.py.j2", "{package}/paged_cache.py", XLACC, "the model path's paged KV cache", lambda s: _serves_models(s)),
+    ProjectFile(
+        "_attention/model_adapter.py.j2", "{package}/model_adapter.py", XLACC, "the model path's attention adapter and weights",
+        lambda s: _serves_models(s),
+    ),
+    ProjectFile("_attention/model.py.j2", "{package}/model.py", XLACC, "a transformers model served with the op", lambda s: _serves_models(s)),
+    ProjectFile("_attention/serve.py.j2", "serve_{name}.py", USER, "serve or benchmark a model with the op", lambda s: _serves_models(s)),
     ProjectFile("_common/project/pyproject.toml.j2", "pyproject.toml", XLACC, "`pip install --no-build-isolation .`"),
     ProjectFile("_common/project/gitignore.j2", ".gitignore", XLACC, "build outputs"),
 )
+
+
+def _serves_models(spec: Spec) -> bool:
+    """An attention template ([model] in its template.toml) gets the model path, which calls the op from jax."""
+    return spec.uses_jax_module and model_attention(spec.template) is not None
+
+
+def model_attention(template: str) -> str | None:
+    """"decode" or "ragged": how the template's op attends ([model] attention in template.toml); None for other ops."""
+    try:
+        return template_meta(template).get("model", {}).get("attention")
+    except UsageError:
+        return None
 
 
 @dataclass
