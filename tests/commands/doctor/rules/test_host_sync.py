@@ -3,6 +3,8 @@ host then reads), and a fix that fits why the code waits."""
 
 from __future__ import annotations
 
+import time
+
 from xlacc.commands.doctor import analysis
 from xlacc.commands.doctor.inputs import SourceFile
 
@@ -85,3 +87,10 @@ def test_one_place_reached_by_several_handlers_is_one_finding_naming_them():
     helper = "static void wait_all(cudaStream_t s) {\n  cudaStreamSynchronize(s);\n  cudaStreamSynchronize(s);\n}\n"
     (finding,) = host_syncs(helper + handler("  wait_all(stream);", "A") + handler("  wait_all(stream);", "B"))
     assert "and 1 other handler (B)" in finding.evidence and "at k0.cu:5, k0.cu:6 (in wait_all" in finding.evidence
+
+
+def test_reading_a_copys_destination_stays_linear_in_a_long_body():
+    body = "  int a " + "a " * 200_000 + ";\n  cudaMemcpyAsync(host, in.typed_data(), 4, cudaMemcpyDeviceToHost, stream);"
+    start = time.process_time()
+    assert host_syncs(handler(body)) == []  # `host` is declared nowhere here: no host memory the handler owns
+    assert time.process_time() - start < 5  # a quadratic search took minutes
