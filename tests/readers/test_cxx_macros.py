@@ -3,6 +3,8 @@ invoked inside a function belong to that function, at the invocation's line."""
 
 from __future__ import annotations
 
+import time
+
 from xlacc.readers import cxx
 from xlacc.readers.cxx_macros import Invocation, expand_fully, macro_definitions
 
@@ -85,3 +87,10 @@ def test_expansions_stop_at_a_budget_linear_in_the_file():
     source = cxx.parse("k.cc", text)
     assert 0 < source.expanded_chars <= max(200_000, 4 * len(text)) + 20_000
     assert len(source.expanded) < 400
+
+
+def test_a_body_full_of_unclosed_invocations_is_read_in_linear_time():
+    text = CHECK + "void run() {\n" + "  CHECK_STATUS(\n" * 20_000 + "}\n"
+    start = time.process_time()
+    cxx.parse("k.cc", text)
+    assert time.process_time() - start < 10  # each unclosed one read 50 KB ahead: many minutes

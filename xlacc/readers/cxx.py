@@ -524,6 +524,7 @@ class _TreeReader:
         self.strings: list[tuple[int, int]] = []
         self.preprocessor: list[tuple[int, int]] = []
         self.guarded_ranges: list[tuple[int, int]] = []  # try blocks and lambdas
+        self.newlines: list[int] | None = None  # offsets of the text's line ends, read once when asked
 
     def line(self, node) -> int:
         return self.pinned_line if self.pinned_line is not None else self.line_offset + node.start_point.row + 1
@@ -877,7 +878,11 @@ class _TreeReader:
         )
 
     def line_of_offset(self, offset: int) -> int:
-        return self.pinned_line if self.pinned_line is not None else self.line_offset + self.raw.count(b"\n", 0, offset) + 1
+        if self.pinned_line is not None:
+            return self.pinned_line
+        if self.newlines is None:
+            self.newlines = [m.start() for m in re.finditer(rb"\n", self.raw)]
+        return self.line_offset + bisect.bisect_left(self.newlines, offset) + 1
 
     def guarded_at(self, offset: int) -> bool:
         """Inside a try block or a lambda (whose throws are not the enclosing function's)."""

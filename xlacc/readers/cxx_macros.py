@@ -31,6 +31,7 @@ MAX_DEPTH = 3
 MAX_MACRO_DEPTH = MAX_DEPTH
 MAX_EXPANSIONS = 400  # project macros expanded in one file
 MAX_ARGUMENT_BYTES = 50_000
+MAX_UNCLOSED = 50  # invocations without a closing parenthesis looked at, then the text is left
 MAX_EXPANSION_CHARS = 20_000
 
 
@@ -93,12 +94,16 @@ def invocations(skeleton: bytes, text: bytes, pattern: re.Pattern[bytes], start:
     found: list[Invocation] = []
     position = start
     stop = len(skeleton) if end is None else end
+    unclosed = 0
     while True:
         match = pattern.search(skeleton, position, stop)
         if match is None:
             return found
         close = closing(skeleton, match.end() - 1)
         if close is None or close >= stop:
+            unclosed += 1
+            if unclosed > MAX_UNCLOSED:  # each look for a closing parenthesis reads up to MAX_ARGUMENT_BYTES
+                return found
             position = match.end()
             continue
         args = tuple(split_arguments(text[match.end() : close].decode("utf-8", "replace")))
@@ -210,13 +215,18 @@ def macro_uses(source, raw: bytes, skeleton: bytes, bodies: list[tuple[int, int]
     uses: list[MacroUse] = []
     expansions: list[tuple[str, str, int]] = []
     starts = [start for start, _ in bodies]
+    newlines = [m.start() for m in re.finditer(rb"\n", raw)] if line is None else []
+    unclosed = 0
     for match in pattern.finditer(skeleton):
         name = match.group(1).decode()
         close = closing(skeleton, match.end() - 1)
         if close is None:
+            unclosed += 1
+            if unclosed > MAX_UNCLOSED:  # each look for a closing parenthesis reads up to MAX_ARGUMENT_BYTES
+                break
             continue
         args = tuple(split_arguments(raw[match.end() : close].decode("utf-8", "replace")))
-        at = line if line is not None else source.line_offset + raw.count(b"\n", 0, match.start()) + 1
+        at = line if line is not None else source.line_offset + bisect.bisect_left(newlines, match.start()) + 1
         if name in project:
             index = bisect.bisect_right(starts, match.start()) - 1
             if index < 0 or not bodies[index][0] <= match.start() < bodies[index][1]:
