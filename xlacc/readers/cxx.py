@@ -15,7 +15,9 @@ CUDA toolkit, and keeps going past code it cannot parse (about 1 ms a file). lib
 it needs the CUDA headers and a matching toolkit to read a .cu file at all, and is a large native
 dependency. The text is read directly only where a tree cannot say it: ``#define`` bodies (a
 project's own macro around ``XLA_FFI_DEFINE_HANDLER_SYMBOL`` is expanded, then parsed like the
-file) and object-like macros that stand for an attribute (``#define EXPORT
+file; one invoked inside a function, such as a status check that throws or a switch over dtypes
+around the body, is expanded and its throws, calls and launches are the function's: see
+:mod:`xlacc.readers.cxx_macros`) and object-like macros that stand for an attribute (``#define EXPORT
 __attribute__((visibility("default")))``), which are blanked before parsing so that the tree sees
 ``void f(...)`` rather than an unknown type ``EXPORT``.
 
@@ -31,22 +33,35 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from xlacc.readers.cxx_macros import (  # the macro facts a CxxSource holds are read there; re-exported here
+    HANDLER_MACROS,  # noqa: F401
+    IDENTIFIER,
+    MAX_EXPANSION_CHARS,
+    MAX_EXPANSIONS,
+    MAX_MACRO_DEPTH,
+    REGISTRATION_MACROS,  # noqa: F401
+    XLA_MACROS,
+    MacroDefinition,
+    MacroUse,
+    closing,
+    expand_fully,
+    invocation_pattern,
+    invocations,
+    macro_definitions,
+    macro_uses,
+    split_arguments,
+    strings_blanked,
+)
+
+# The text a file's body macros may expand to, all told: this many times the file, or this many characters.
+EXPANSION_BUDGET_FACTOR = 4
+MIN_EXPANSION_BUDGET = 200_000
+XLA_MACRO_NAME = re.compile(r"\bXLA_(?:FFI_DEFINE_HANDLER|FFI_REGISTER_HANDLER|REGISTER_CUSTOM_CALL|CPU_REGISTER_CUSTOM_CALL)")
 CUDA_QUALIFIERS = ("__global__", "__host__", "__device__")
 # Object-like macros named like this stand for an export attribute in every project seen
 # (TORCH_API, RI_KERNELS_API, DLL_EXPORT, ...) even when their #define is in a header not read.
 EXPORT_MACRO = re.compile(rb"\b(?:[A-Z][A-Z0-9_]*_(?:API|EXPORTS?|PUBLIC|VISIBLE|DLL)|EXPORT|DLLEXPORT|DLL_EXPORT)\b")
 ATTRIBUTE_BODY = re.compile(r"^\s*(?:__attribute__\s*\(\(.*\)\)|__declspec\s*\(.*\)|\[\[.*\]\]|)\s*$", re.S)
-MACRO_DEFINITION = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)(\([^)\n]*\))?((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
-# XLA's own macros (xla/ffi/api/api.h, xla/service/custom_call_target_registry.h).
-HANDLER_MACROS = ("XLA_FFI_DEFINE_HANDLER_SYMBOL", "XLA_FFI_DEFINE_HANDLER")
-REGISTRATION_MACROS = (
-    "XLA_FFI_REGISTER_HANDLER",
-    "XLA_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
-    "XLA_REGISTER_CUSTOM_CALL_TARGET",
-    "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
-    "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET",
-)
-XLA_MACROS = HANDLER_MACROS + REGISTRATION_MACROS
 # Nodes that can hold a declaration: the walk over a tree descends only into these.
 CONTAINERS = frozenset(
     "translation_unit linkage_specification declaration_list namespace_definition template_declaration "
@@ -54,10 +69,6 @@ CONTAINERS = frozenset(
     "union_specifier field_declaration_list type_definition declaration alias_declaration function_definition "
     "preproc_def preproc_function_def preproc_include preproc_call".split()
 )
-MAX_MACRO_DEPTH = 3
-MAX_MACRO_ARGUMENT_BYTES = 50_000
-MAX_EXPANSIONS = 400
-IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 QUERY = (
     "(comment) @comment (string_literal) @string (raw_string_literal) @string (char_literal) @string "
     "(system_lib_string) @string (call_expression) @call (throw_statement) @throw (try_statement) @try "
@@ -183,6 +194,7 @@ class CallSite:
 class Throw:
     line: int
     text: str
+    via: str | None = None  # the project macro whose expansion throws (`CHECK_STATUS`)
 
 
 @dataclass
@@ -273,25 +285,6 @@ class Struct:
 
 
 @dataclass(frozen=True)
-class MacroDefinition:
-    name: str
-    params: tuple[str, ...] | None  # None for an object-like macro
-    body: str
-    line: int
-
-
-@dataclass(frozen=True)
-class MacroUse:
-    """An invocation of one of XLA's macros, written out or produced by a project macro."""
-
-    macro: str
-    args: tuple[str, ...]
-    line: int
-    text: str
-    via: str | None = None  # the project macro it was written through
-
-
-@dataclass(frozen=True)
 class Capsule:
     """A function pointer wrapped into a PyCapsule in C++: it reaches XLA without an exported symbol."""
 
@@ -314,6 +307,8 @@ class CxxSource:
     capsules: list[Capsule] = field(default_factory=list)
     type_aliases: dict[str, str] = field(default_factory=dict)  # `using S = cudaStream_t;` -> {"S": "cudaStream_t"}
     declared_extern_c: set[str] = field(default_factory=set)  # prototypes inside extern "C"
+    expanded: dict[str, Function | None] = field(default_factory=dict)  # a body macro's expansion, read once
+    expanded_chars: int = 0  # all the text body macros expanded to
     errors: int = 0  # syntax-error regions tree-sitter skipped
 
     def function(self, name: str) -> Function | None:
@@ -390,8 +385,9 @@ def _read(source: CxxSource, raw: bytes, line_offset: int, depth: int, via: str 
     reader.bodies(captures)
     source.functions.extend(reader.functions)
     skeleton = reader.skeleton()
+    _body_macros(source, reader, code, skeleton)
     bodies = sorted(f.body_range for f in reader.functions)
-    uses, expansions = _macro_uses(source, code, skeleton, bodies, line, via)
+    uses, expansions = macro_uses(source, code, skeleton, bodies, line, via)
     source.xla_macros.extend(uses)
     source.capsules.extend(dataclasses.replace(c, source=source.name) for c in _capsules(code, skeleton, line_offset, line))
     if depth < MAX_MACRO_DEPTH:
@@ -399,19 +395,85 @@ def _read(source: CxxSource, raw: bytes, line_offset: int, depth: int, via: str 
             _read(source, text.encode("utf-8", errors="replace"), 0, depth + 1, via or macro, line=at)
 
 
-def macro_definitions(text: str, line_offset: int = 0) -> dict[str, MacroDefinition]:
-    """Every ``#define`` of a text, by name (read with a regular expression: a tree has no macro bodies)."""
-    raw = text.encode("utf-8", errors="replace")
-    found = {}
-    for match in MACRO_DEFINITION.finditer(raw):
-        params = None
-        if match.group(2):
-            params = tuple(p.strip() for p in match.group(2)[1:-1].decode("utf-8", "replace").split(",") if p.strip())
-        body = re.sub(r"\\\r?\n", " ", match.group(3).decode("utf-8", "replace"))
-        body = re.sub(r"/\*.*?\*/|//.*", " ", body).strip()
-        name = match.group(1).decode("ascii", "replace")
-        found[name] = MacroDefinition(name, params, body, line_offset + raw.count(b"\n", 0, match.start()) + 1)
-    return found
+def _body_macros(source: CxxSource, reader: _TreeReader, code: bytes, skeleton: bytes) -> None:
+    """Project macros invoked inside function bodies, expanded: the calls, launches and throws of
+    their expansions (a status check that throws, a switch over dtypes around the body) belong to
+    the function at the invocation's line. Each distinct expansion is parsed once per file, and a
+    file expands at most :data:`EXPANSION_BUDGET_FACTOR` times its own size (time stays linear)."""
+    macros = {n: m for n, m in source.macros.items() if m.params is not None and n not in XLA_MACROS and len(m.body) <= MAX_EXPANSION_CHARS}
+    pattern = invocation_pattern(macros)
+    if pattern is None:
+        return
+    budget = max(MIN_EXPANSION_BUDGET, EXPANSION_BUDGET_FACTOR * len(code))
+    for function in reader.functions:
+        added = _Added(function)
+        for invocation in invocations(skeleton, code, pattern, *function.body_range)[:MAX_EXPANSIONS]:
+            text = expand_fully(invocation, macros)
+            source.expanded_chars += len(text or "")
+            if source.expanded_chars > budget:
+                break
+            if text is not None and text not in source.expanded:
+                source.expanded[text] = _expansion_facts(text)
+            facts = source.expanded.get(text) if text is not None else None
+            if facts is not None:
+                added.add(facts, invocation, reader)
+            if text is not None and XLA_MACRO_NAME.search(text):  # a handler defined by a macro inside a function
+                raw = text.encode("utf-8", errors="replace")
+                uses, _ = macro_uses(source, raw, strings_blanked(raw), [], reader.line_of_offset(invocation.start), invocation.name)
+                source.xla_macros.extend(uses)
+        added.finish()
+        if source.expanded_chars > budget:
+            return
+
+
+def _expansion_facts(text: str) -> Function | None:
+    """The calls, launches and throws of a macro's expansion, read as the body of a function."""
+    import tree_sitter  # lazy: the grammar loads in 10 ms; a no-op build parses no C++
+
+    raw = b"void xlacc_expansion() {\n" + text.encode("utf-8", errors="replace") + b"\n}\n"
+    tree = _parser().parse(raw)
+    captures = tree_sitter.QueryCursor(_query()).captures(tree.root_node)
+    reader = _TreeReader(CxxSource(name="", text=""), raw, _blanked(raw, captures.get("comment", ())), 0, None, None)
+    reader.read(tree.root_node)
+    reader.bodies(captures)
+    return next((f for f in reader.functions if f.name == "xlacc_expansion"), None)
+
+
+class _Added:
+    """What the expansions in one function add to it, pinned to each invocation's line and place
+    (what the tree already saw in an invocation's arguments is not added twice)."""
+
+    def __init__(self, function: Function):
+        self.function = function
+        self.calls: list[CallSite] = []
+        self.launches: list[Launch] = []
+        self.throws: list[Throw] = []
+        self.seen_calls = {(c.name, c.line) for c in function.calls}
+        self.seen_launches = {(l.kernel, l.line) for l in function.launches}
+
+    def add(self, facts: Function, invocation, reader: _TreeReader) -> None:
+        line = reader.line_of_offset(invocation.start)
+        guarded = reader.guarded_at(invocation.start)
+        offset0 = facts.body_range[0]
+
+        def place(offset: int) -> int:
+            return invocation.start + min(max(offset - offset0, 0), invocation.end - invocation.start - 1)
+
+        for call in facts.calls:
+            if (call.name, line) not in self.seen_calls:
+                self.seen_calls.add((call.name, line))
+                self.calls.append(dataclasses.replace(call, line=line, start=place(call.start), in_try=call.in_try or guarded))
+        for launch in facts.launches:
+            if (launch.kernel, line) not in self.seen_launches:
+                self.seen_launches.add((launch.kernel, line))
+                self.launches.append(dataclasses.replace(launch, line=line, start=place(launch.start), end=place(launch.end)))
+        if not guarded:
+            self.throws += [Throw(line, t.text, via=invocation.name) for t in facts.throws]
+
+    def finish(self) -> None:
+        self.function.calls += tuple(self.calls)
+        self.function.launches += tuple(self.launches)
+        self.function.throws += tuple(self.throws)
 
 
 def _attribute_macros(macros: dict[str, MacroDefinition]) -> set[str]:
@@ -461,6 +523,8 @@ class _TreeReader:
         self.blanks: list[tuple[int, int]] = []  # comments and strings
         self.strings: list[tuple[int, int]] = []
         self.preprocessor: list[tuple[int, int]] = []
+        self.guarded_ranges: list[tuple[int, int]] = []  # try blocks and lambdas
+        self.newlines: list[int] | None = None  # offsets of the text's line ends, read once when asked
 
     def line(self, node) -> int:
         return self.pinned_line if self.pinned_line is not None else self.line_offset + node.start_point.row + 1
@@ -707,6 +771,7 @@ class _TreeReader:
 
         guarded = [(n.child_by_field_name("body") or n) for n in captures.get("try", ())]
         lambdas = list(captures.get("lambda", ()))
+        self.guarded_ranges = [(n.start_byte, n.end_byte) for n in guarded + lambdas]
         launches: dict[int, list[Launch]] = {}
         calls: dict[int, list[CallSite]] = {}
         throws: dict[int, list[Throw]] = {}
@@ -811,6 +876,17 @@ class _TreeReader:
             text=self.text(node)[:300],
             in_try=in_try,
         )
+
+    def line_of_offset(self, offset: int) -> int:
+        if self.pinned_line is not None:
+            return self.pinned_line
+        if self.newlines is None:
+            self.newlines = [m.start() for m in re.finditer(rb"\n", self.raw)]
+        return self.line_offset + bisect.bisect_left(self.newlines, offset) + 1
+
+    def guarded_at(self, offset: int) -> bool:
+        """Inside a try block or a lambda (whose throws are not the enclosing function's)."""
+        return any(start <= offset < end for start, end in self.guarded_ranges)
 
     def skeleton(self) -> bytes:
         """The text with comments, strings and preprocessor directives blanked (lengths kept)."""
@@ -920,103 +996,11 @@ def _array_count(size: str | None) -> int | None:
 # -- macros ----------------------------------------------------------------------------------------
 
 
-def _expandable_macros(macros: dict[str, MacroDefinition]) -> dict[str, MacroDefinition]:
-    """Project macros worth expanding where they are invoked outside a function: those that reach
-    one of XLA's macros (directly or through another project macro) and those that define code."""
-    found = {m.name: m for m in macros.values() if m.params is not None and m.name not in XLA_MACROS and "{" in m.body}
-    names = set(XLA_MACROS) | set(found)
-    for _ in range(MAX_MACRO_DEPTH):
-        added = False
-        for macro in macros.values():
-            if macro.params is not None and macro.name not in found and macro.name not in XLA_MACROS:
-                if names & set(IDENTIFIER.findall(macro.body)):
-                    found[macro.name] = macro
-                    names.add(macro.name)
-                    added = True
-        if not added:
-            break
-    return found
-
-
-def _macro_uses(source: CxxSource, raw: bytes, skeleton: bytes, bodies: list[tuple[int, int]], line: int | None, via: str | None):
-    """XLA macro invocations (with their arguments), and project macros expanded to text.
-
-    Found in the skeleton (no comment, string or #define line can match) and cut from the text
-    (arguments keep their strings). A project macro is expanded only outside function bodies."""
-    project = _expandable_macros(source.macros)
-    names = list(XLA_MACROS) + sorted(project)
-    pattern = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\s*\(")
-    uses: list[MacroUse] = []
-    expansions: list[tuple[str, str, int]] = []
-    starts = [start for start, _ in bodies]
-    for match in pattern.finditer(skeleton):
-        name = match.group(1).decode()
-        close = _closing(skeleton, match.end() - 1)
-        if close is None:
-            continue
-        args = tuple(split_arguments(raw[match.end() : close].decode("utf-8", "replace")))
-        at = line if line is not None else source.line_offset + raw.count(b"\n", 0, match.start()) + 1
-        if name in project:
-            index = bisect.bisect_right(starts, match.start()) - 1
-            if index < 0 or not bodies[index][0] <= match.start() < bodies[index][1]:
-                expansions.append((name, expand(project[name], args), at))
-        else:
-            uses.append(MacroUse(name, args, at, _one_line(raw[match.start() : close + 1])[:2000], via))
-    return uses, expansions
-
-
-def _closing(text: bytes, open_at: int) -> int | None:
-    """Offset of the parenthesis closing the one at ``open_at``; None past a bound or unbalanced."""
-    depth = 0
-    end = min(len(text), open_at + MAX_MACRO_ARGUMENT_BYTES)
-    for index in range(open_at, end):
-        char = text[index]
-        if char == 40:  # (
-            depth += 1
-        elif char == 41:  # )
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
-
-
-def split_arguments(text: str) -> list[str]:
-    """Split at commas outside (), [], {} and template <> brackets; each part on one line."""
-    parts, depth, current = [], 0, []
-    for char in text:
-        if char in "([{<":
-            depth += 1
-        elif char in ")]}>":
-            depth = max(0, depth - 1)
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    if "".join(current).strip() or parts:
-        parts.append("".join(current))
-    return [" ".join(p.split()) for p in parts]
-
-
-def expand(macro: MacroDefinition, args: tuple[str, ...]) -> str:
-    """A function-like macro's body with its parameters replaced (``#p`` and ``a ## b`` included)."""
-    values = dict(zip(macro.params or (), args))
-    if macro.params and macro.params[-1] == "...":
-        values["__VA_ARGS__"] = ", ".join(args[len(macro.params) - 1 :])
-
-    def stringize(match: re.Match) -> str:
-        return '"' + values.get(match.group(1), match.group(1)).replace('"', '\\"') + '"'
-
-    body = re.sub(r"(?<!#)#\s*([A-Za-z_]\w*)", lambda m: stringize(m) if m.group(1) in values else m.group(0), macro.body)
-    body = IDENTIFIER.sub(lambda m: values.get(m.group(0), m.group(0)), body)
-    return re.sub(r"\s*##\s*", "", body)
-
-
 def _capsules(raw: bytes, skeleton: bytes, line_offset: int, line: int | None) -> list[Capsule]:
     """``dict["name"] = EncapsulateFunction(fn)``, ``py::capsule(reinterpret_cast<void*>(fn), ...)``."""
     found = []
     for match in re.finditer(rb"\b(\w*(?:capsule|Capsule_New|Encapsulate)\w*)\s*(?:<[^;()<>]*>)?\s*\(", skeleton, re.I):
-        close = _closing(skeleton, match.end() - 1)
+        close = closing(skeleton, match.end() - 1)
         if close is None:
             continue
         inner = raw[match.end() : close].decode("utf-8", "replace")

@@ -28,6 +28,7 @@ GPU_SUFFIXES = (".cu", ".cuh")
 # Quick test before parsing a C/C++ file eagerly: without one of these it defines no entry point,
 # launch or registration (headers holding only structs or macros are parsed when asked for).
 C_RELEVANT = re.compile(r"<<<|XLA_|CustomCall|void\s*\*\s*\*|Stream|apsule|ncapsulate|opaque|__global__|CallFrame")
+HAS_BODY = re.compile(r"\)\s*(?:const\s*)?(?:noexcept\s*)?\{")  # a function definition, roughly
 GPU_WORDS = re.compile(r"cudaStream_t|hipStream_t|gpuStream_t|CUstream|PlatformStream|<<<|__global__")
 PYTHON_MODULE = re.compile(r"\b(?:PYBIND11_MODULE|NB_MODULE)\s*\(\s*(\w+)")
 # A handler XLA runs once per executable, on the host, before any stream work.
@@ -132,7 +133,15 @@ class Program:
 
     @cached_property
     def functions(self) -> dict[str, cxx.Function]:
-        return {f.short_name: f for s in self.sources for f in s.functions}
+        """Every function with a body, by name: the sources' and those of the helper files a call can
+        reach (a file without an entry point, launch or registration is read for them only now)."""
+        found = {f.short_name: f for s in self.helper_sources for f in s.functions}
+        found.update({f.short_name: f for s in self.sources for f in s.functions})
+        return found
+
+    @cached_property
+    def helper_sources(self) -> list[cxx.CxxSource]:
+        return [cxx.parse(f.group, f.text, f.line_offset, self.macros) for f in self._unparsed if HAS_BODY.search(f.text)]
 
     @cached_property
     def kernels(self) -> dict[str, cxx.Function]:

@@ -12,19 +12,22 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from dataclasses import dataclass
 
 from xlacc.commands.doctor.program import EntryPoint, Program
+from xlacc.commands.doctor.rules.buffers import (
+    buffer_order,
+    buffer_order_of_calls,
+    buffer_uses,
+)
 from xlacc.commands.doctor.rules.callbacks import (
     callback_fit,
     callback_platform,
     foreign_platform,
 )
-from xlacc.commands.doctor.rules.kernel import opaque_read
+from xlacc.commands.doctor.rules.entry_points import opaque_read
 from xlacc.commands.doctor.rules.python import HLO_APIS, JAX_REGISTER_APIS, where
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
-from xlacc.readers import cxx
 from xlacc.readers.python import (
     PyCall,
     PyFacts,
@@ -51,22 +54,6 @@ FFI_DTYPES = {
     "F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64", "S8": "int8", "S16": "int16", "S32": "int32",
     "S64": "int64", "U8": "uint8", "U16": "uint16", "U32": "uint32", "U64": "uint64", "PRED": "bool",
 }
-BUFFER_CAST = re.compile(
-    r"(?:(?P<decl_const>const\s+)?(?P<decl_type>[\w:]+)\s*(?:const\s*)?\*\s*(?:const\s+)?(?:__restrict__\s+)?)?"
-    r"(?P<var>\w+)\s*=\s*(?:(?:reinterpret_cast|static_cast)\s*<\s*(?P<cast_const>const\s+)?(?P<cast_type>[\w:]+)\s*(?:const\s*)?\*\s*>\s*\(\s*"
-    r"|\(\s*(?P<c_const>const\s+)?(?P<c_type>[\w:]+)\s*(?:const\s*)?\*\s*\)\s*)?{buffers}\s*\[\s*(?P<index>\d+)\s*\]"
-)
-
-
-@dataclass(frozen=True)
-class BufferUse:
-    index: int
-    var: str
-    element: str | None  # the C type it is read as
-    written: bool
-    read: bool
-
-
 class Links:
     """Which entry points a registration or a call reaches."""
 
@@ -359,95 +346,6 @@ def missing_symbols(facts: PyFacts, known: set[str]) -> list[Finding]:
 # -- operands and backend_config ----------------------------------------------------------------------
 
 
-def buffer_uses(entry: EntryPoint, program: Program) -> list[BufferUse]:
-    """How a legacy GPU entry point reads ``buffers[i]``: as what type, written or read by the
-    kernels it launches (or by its own copies)."""
-    if entry.function is None or entry.signature.kind not in ("gpu-original", "gpu-status"):
-        return []
-    function = entry.function
-    buffers = function.params[1].name
-    if not buffers:
-        return []
-    pattern = re.compile(BUFFER_CAST.pattern.replace("{buffers}", re.escape(buffers)))
-    uses = {}
-    for match in pattern.finditer(function.body):
-        index = int(match.group("index"))
-        var = match.group("var")
-        element = match.group("cast_type") or match.group("c_type") or match.group("decl_type")
-        const = bool(match.group("cast_const") or match.group("c_const") or match.group("decl_const"))
-        written, read = _access(var, function, program)
-        if index not in uses:
-            uses[index] = BufferUse(index, var, element, written, read or const)
-    return [uses[i] for i in sorted(uses)]
-
-
-def _access(var: str, function: cxx.Function, program: Program) -> tuple[bool, bool]:
-    """(written, read) for a host pointer: by the kernels it is passed to, or host copies into it."""
-    written = read = False
-    for launch in function.launches:
-        kernel = program.kernels.get(launch.short_kernel)
-        for position, arg in enumerate(launch.args):
-            if not re.fullmatch(rf"\s*(?:\(\s*[\w:\s*]+\)\s*)?{re.escape(var)}\s*", arg):
-                continue
-            if kernel is None or position >= len(kernel.params):
-                return written, True
-            param = kernel.params[position]
-            if param.const_pointee:
-                read = True
-            elif _kernel_writes(kernel, param.name):
-                written = True
-            else:
-                read = True
-    for call in function.calls:
-        if call.name in ("cudaMemcpyAsync", "cudaMemcpy", "cudaMemsetAsync", "cudaMemset", "memcpy", "memset") and call.args:
-            if call.args[0].strip() == var:
-                written = True
-            elif len(call.args) > 1 and call.args[1].strip() == var:
-                read = True
-    return written, read
-
-
-def _kernel_writes(kernel: cxx.Function, name: str) -> bool:
-    if not name:
-        return False
-    n = re.escape(name)
-    return re.search(
-        rf"\b{n}\s*\[[^\]]*\]\s*(?:[-+*/|&^]|<<|>>)?=(?!=)|\*\s*\(?\s*{n}\b[^;=]*=(?!=)|atomic\w*\s*\(\s*&?\s*{n}\b|\b{n}\s*\+[^;]*\)\s*=(?!=)",
-        kernel.body,
-    ) is not None
-
-
-def buffer_order(entry: EntryPoint, program: Program, operands: int | None, call_where: str | None) -> Finding | None:
-    uses = buffer_uses(entry, program)
-    written = [u for u in uses if u.written]
-    only_read = [u for u in uses if u.read and not u.written]
-    if not written or not only_read:
-        return None
-    if operands is not None:
-        overwritten = [u for u in written if u.index < operands]
-        results_read = [u for u in only_read if u.index >= operands]
-        if not overwritten and not results_read:
-            return None
-        problems = [f"writes `{u.var}` = buffers[{u.index}], operand {u.index}" for u in overwritten]
-        problems += [f"reads `{u.var}` = buffers[{u.index}], a result slot, as an input" for u in results_read]
-        return make(
-            "buffer-order",
-            f"{entry.symbol} ({entry.where}) {'; '.join(problems)}; {call_where} passes {operands} operand(s), so "
-            f"buffers[0..{operands - 1}] are inputs and buffers[{operands}..] are results",
-            likelihood=0.85,
-        )
-    if max(u.index for u in written) < min(u.index for u in only_read):
-        return make(
-            "buffer-order",
-            f"{entry.symbol} ({entry.where}) writes {', '.join(f'buffers[{u.index}] (`{u.var}`)' for u in written)} and only "
-            f"reads {', '.join(f'buffers[{u.index}] (`{u.var}`)' for u in only_read)}: XLA puts the operands first and the "
-            "results after them",
-            severity="warning",
-            likelihood=0.6,
-        )
-    return None
-
-
 def operand_dtypes(entry: EntryPoint, program: Program, facts: PyFacts, call: PyCall) -> Finding | None:
     """An operand whose element type (where the Python says it) differs from what the kernel reads."""
     if not call.operand_dtypes or not any(call.operand_dtypes):
@@ -531,7 +429,7 @@ def cross_findings(program: Program) -> list[Finding]:
     findings.extend(unregistered_targets(program, links))
     for entry in program.entries:  # one finding per entry point, however many calls show it
         calls = calls_of.get(id(entry), [])
-        found = next((f for facts, call in calls if (f := buffer_order(entry, program, len(call.operands), where(facts, call.line)))), None)
+        found = buffer_order_of_calls(entry, program, calls)
         if found is None and not calls:
             found = buffer_order(entry, program, None, None)
         if found is not None:

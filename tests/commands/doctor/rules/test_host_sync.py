@@ -1,0 +1,96 @@
+"""Host synchronisation in a GPU handler: blocking calls, hidden waits (a copy into host memory the
+host then reads), and a fix that fits why the code waits."""
+
+from __future__ import annotations
+
+import time
+
+from xlacc.commands.doctor import analysis
+from xlacc.commands.doctor.inputs import SourceFile
+
+HEAD = '#include <cuda_runtime.h>\n#include "xla/ffi/api/ffi.h"\nnamespace ffi = xla::ffi;\n'
+
+
+def handler(body: str, name: str = "Op", binding: str = "") -> str:
+    binding = binding or ".Ctx<ffi::PlatformStream<cudaStream_t>>().Arg<ffi::Buffer<ffi::S32>>().Ret<ffi::Buffer<ffi::S32>>()"
+    return (
+        f"ffi::Error {name}Impl(cudaStream_t stream, ffi::Buffer<ffi::S32> in, ffi::ResultBuffer<ffi::S32> out) {{\n{body}\n"
+        f"  return ffi::Error::Success();\n}}\n"
+        f"XLA_FFI_DEFINE_HANDLER_SYMBOL({name}, {name}Impl, ffi::Ffi::Bind(){binding});\n"
+    )
+
+
+def host_syncs(*texts: str):
+    files = [SourceFile(f"k{i}.cu", "c", HEAD + text, f"k{i}.cu") for i, text in enumerate(texts)]
+    report = analysis.analyze(files)
+    return [f for fs in report.by_group.values() for f in fs if f.code == "host-sync-in-handler"]
+
+
+def test_a_copy_into_stack_memory_is_a_hidden_wait():
+    (finding,) = host_syncs(handler(
+        "  int total = 0;\n  cudaMemcpyAsync(&total, in.typed_data(), sizeof(int), cudaMemcpyDeviceToHost, stream);\n"
+        "  launch(out->typed_data(), total, stream);"
+    ))
+    assert "`cudaMemcpyAsync` at k0.cu:6" in finding.evidence and "(`&total`)" in finding.evidence
+    assert "hidden wait" in finding.evidence and "XLA orders the stream" not in finding.fix
+
+
+def test_a_copy_into_a_local_vector_or_array_is_one_too():
+    vector = host_syncs(handler(
+        "  std::vector<int> host(16);\n  cudaMemcpyAsync(host.data(), in.typed_data(), 64, cudaMemcpyDeviceToHost, stream);"
+    ))
+    array = host_syncs(handler("  int host[16];\n  cudaMemcpyAsync(host, in.typed_data(), 64, cudaMemcpyDeviceToHost, stream);"))
+    assert len(vector) == len(array) == 1
+
+
+def test_copies_to_the_device_or_into_pinned_memory_are_no_hidden_wait():
+    assert host_syncs(handler("  int total = 1;\n  cudaMemcpyAsync(out->typed_data(), &total, 4, cudaMemcpyHostToDevice, stream);")) == []
+    pinned = "  int* total;\n  cudaMallocHost(&total, 4);\n  cudaMemcpyAsync(total, in.typed_data(), 4, cudaMemcpyDeviceToHost, stream);"
+    findings = host_syncs(handler(pinned))
+    assert [f.evidence.split("`")[1] for f in findings] == ["cudaMallocHost"]  # the allocation blocks; the copy does not
+
+
+def test_a_copy_followed_by_an_explicit_wait_is_told_once_with_why_it_waits():
+    (finding,) = host_syncs(handler(
+        "  int total = 0;\n  cudaMemcpyAsync(&total, in.typed_data(), 4, cudaMemcpyDeviceToHost, stream);\n"
+        "  cudaStreamSynchronize(stream);"
+    ))
+    assert "`cudaStreamSynchronize`" in finding.evidence and "read what it copied to the host" in finding.fix
+
+
+def test_a_wait_on_the_default_stream_or_the_device_is_not_told_that_xla_orders_the_stream():
+    for wait in ("cudaStreamSynchronize(0);", "cudaStreamSynchronize(cudaStreamLegacy);", "cudaDeviceSynchronize();",
+                 "torch::cuda::synchronize(0);"):
+        (finding,) = host_syncs(handler(f"  {wait}"))
+        assert "XLA orders the stream" not in finding.fix and "cudaStreamWaitEvent" in finding.fix, wait
+
+
+def test_a_wait_before_a_host_library_call_on_the_buffers_is_kept_on_purpose():
+    (finding,) = host_syncs(handler(
+        "  cudaStreamSynchronize(stream);\n  MPI_Allreduce(in.typed_data(), out->typed_data(), 4, MPI_INT, MPI_SUM, comm);"
+    ))
+    assert "`MPI_Allreduce`" in finding.fix and "cannot simply go" in finding.fix
+
+
+def test_a_wait_on_the_handlers_own_stream_with_nothing_after_it_can_go():
+    (finding,) = host_syncs(handler("  launch(out->typed_data(), stream);\n  cudaStreamSynchronize(stream);"))
+    assert finding.fix.startswith("Drop the synchronisation (XLA orders the stream)")
+
+
+def test_a_handler_without_a_stream_is_no_gpu_handler():
+    cpu = handler("  cudaDeviceSynchronize();", binding=".Arg<ffi::Buffer<ffi::S32>>().Ret<ffi::Buffer<ffi::S32>>()")
+    cpu = cpu.replace("cudaStream_t stream, ", "")
+    assert host_syncs(cpu) == []
+
+
+def test_one_place_reached_by_several_handlers_is_one_finding_naming_them():
+    helper = "static void wait_all(cudaStream_t s) {\n  cudaStreamSynchronize(s);\n  cudaStreamSynchronize(s);\n}\n"
+    (finding,) = host_syncs(helper + handler("  wait_all(stream);", "A") + handler("  wait_all(stream);", "B"))
+    assert "and 1 other handler (B)" in finding.evidence and "at k0.cu:5, k0.cu:6 (in wait_all" in finding.evidence
+
+
+def test_reading_a_copys_destination_stays_linear_in_a_long_body():
+    body = "  int a " + "a " * 200_000 + ";\n  cudaMemcpyAsync(host, in.typed_data(), 4, cudaMemcpyDeviceToHost, stream);"
+    start = time.process_time()
+    assert host_syncs(handler(body)) == []  # `host` is declared nowhere here: no host memory the handler owns
+    assert time.process_time() - start < 5  # a quadratic search took minutes
