@@ -22,7 +22,6 @@ from typing import Any, Callable
 from xlacc import spec as specmod
 from xlacc.commands.new import record as generated
 from xlacc.commands.new import transform_plan as transforms
-from xlacc.commands.new import wrap, wrap_request
 from xlacc.ground import paths, resources
 from xlacc.ground.errors import SpecError, UsageError
 from xlacc.ground.report import Check, Report
@@ -138,16 +137,22 @@ def available_templates() -> dict[str, dict[str, Any]]:
 
 
 def _read_meta(folder: Path) -> dict[str, Any]:
-    return tomllib.loads((folder / "template.toml").read_text(encoding="utf-8"))
+    path = folder / "template.toml"
+    return _parsed_meta(path, path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_meta(path: Path, mtime_ns: int) -> dict[str, Any]:
+    """One parse per file and version: rendering a project asks each file's template for it."""
+    return tomllib.loads(path.read_text(encoding="utf-8"))
 
 
 def template_meta(name: str) -> dict[str, Any]:
-    if name == WRAP_TEMPLATE:
-        return _read_meta(resources.templates_root() / WRAP_TEMPLATE)
-    templates = available_templates()
-    if name not in templates:
-        raise UsageError(f"unknown template {name!r}; available: {', '.join(templates)}")
-    return templates[name]
+    """A template's template.toml (shared: do not change it)."""
+    root = resources.templates_root()
+    if name == WRAP_TEMPLATE or (name != COMMON and name in os.listdir(root) and (root / name / "template.toml").is_file()):
+        return _read_meta(root / name)
+    raise UsageError(f"unknown template {name!r}; available: {', '.join(available_templates())}")
 
 
 # -- the spec of a new project: flags -> the same table xlacc.toml holds -> spec.from_dict ------
@@ -257,6 +262,8 @@ def _validated(raw: dict[str, Any], directory: Path, origin_of: Callable[[str], 
 
 def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     """`--from FILE`: the signature read from the user's kernel (xlacc/commands/new/wrap.py)."""
+    from xlacc.commands.new import wrap, wrap_request  # lazy: the C++ reader, only for --from
+
     source = Path(request.from_file)
     platform = wrap_request.check_source(source)
     op_dtypes = list(dict.fromkeys(request.dtypes or ["f32"]))
@@ -405,6 +412,7 @@ def _wrapped_context(spec: Spec) -> dict[str, Any]:
     """A wrapped kernel's call, read again from its file (so `xlacc update` follows it too)."""
     if spec.origin is None:
         return {}
+    from xlacc.commands.new import wrap  # lazy: the C++ reader, only for a wrapped kernel
 
     path = Path(os.path.normpath(spec.root / spec.origin.file))  # the project may not exist yet
     return {
@@ -412,6 +420,7 @@ def _wrapped_context(spec: Spec) -> dict[str, Any]:
         "origin_include": Path(spec.origin.file).name,
         "threads": wrap.THREADS,
     }
+
 
 def shape_checks(spec: Spec, meta: dict[str, Any]) -> list[dict[str, Any]]:
     """The template's shape rules (``[[shape_checks]]`` in template.toml) the torch op checks when it
