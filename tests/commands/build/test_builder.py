@@ -115,7 +115,7 @@ def test_cpu_file_builds_and_its_symbol_verifies(in_tmp, capsys):
     command = report.data["command"]
     assert command[1:5] == ["-O3", "-std=c++17", "-shared", "-fPIC"]
     assert "-fvisibility=hidden" not in command  # a user's own file did not opt in
-    assert command[-3:] == ["k.cc", "-o", "build/libk.so"]
+    assert command[-4:] == ["k.cc", "build/.xlacc-record/libk.so.cc", "-o", "build/libk.so"]  # and the build record
     assert ctypes.CDLL(str(library)).xk_add(2, 3) == 5
     assert capsys.readouterr().err == ""  # no spinner when stderr is not a terminal
 
@@ -871,7 +871,7 @@ def test_cpu_ffi_project_builds_with_hidden_visibility_and_ffi_headers(tmp_path)
     assert result.ok, result.checks + result.findings
     assert result.library == tmp_path / "twice" / "build" / "libtwice.so"
     assert ["-fvisibility=hidden", "-I", str(builder.XLACC_INCLUDE), "-I", ".", "-I", str(ffi_dir)] == result.command[5:12]
-    assert result.command[-3:] == ["kernel.cc", "-o", "build/libtwice.so"]
+    assert result.command[-4:] == ["kernel.cc", "build/.xlacc-record/libtwice.so.cc", "-o", "build/libtwice.so"]
     assert [c.name for c in result.checks] == ["toolchain", "ffi headers", "compile", "library", "symbol xlacc_twice_ffi"]
     assert not any(f.code == "compiler-warning" for f in result.findings)  # XLA's header warnings stay hidden
     assert (tmp_path / "twice" / "build" / builder.CACHE_FILE).is_file()
@@ -899,7 +899,7 @@ def test_verbose_shows_the_command_and_every_compiler_line(in_tmp):
     source = write(in_tmp / "w.cc", '#warning "check me"\n' + CPU_SOURCE)
     report = builder.run(request(source, verbose=True))
     notes = "\n".join(report.notes)
-    assert "command (in" in notes and "w.cc -o build/libw.so" in notes
+    assert "command (in" in notes and "w.cc build/.xlacc-record/libw.so.cc -o build/libw.so" in notes
     assert " output:\n" in notes
     assert '#warning "check me"' in notes
 
@@ -1014,6 +1014,7 @@ def test_a_compiler_that_writes_no_library_keeps_the_old_one(in_tmp, monkeypatch
     library = Path(built.data["library"])
     before = library.read_bytes()
     monkeypatch.setattr(builder.spec_mod, "flag_problem", lambda flag: None)  # as if a new flag slipped through
+    monkeypatch.setattr(builder.build_record, "with_source", lambda command, planned, root: command)  # -E takes one source
     report = builder.run(request(source, flags=["-E"], symbols=["xk_scale"]))
     detail = checks_by_name(report)["compile"].detail
     assert report.code() == 1 and "the file it wrote is not a shared library: not an ELF file" in detail, detail

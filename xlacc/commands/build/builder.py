@@ -29,6 +29,7 @@ from typing import Iterator
 
 from xlacc.commands.doctor.rules import compiler as compiler_output
 from xlacc.commands.build.output import library_output
+from xlacc.commands.build import record as build_record
 from xlacc.commands.new import record as generated
 from xlacc.ground import paths, process, resources, toolchain
 from xlacc import spec as spec_mod
@@ -166,6 +167,7 @@ class Plan:
     checks: list[Check]
     inputs: tuple[Path, ...]  # the sources and the headers of theirs the key covers
     input_digests: dict[Path, str]  # their text as the key covers it, and when each was written
+    record: build_record.Planned | None = None  # what the library was built against, compiled in
 
 
 # -- entry points -------------------------------------------------------------------------------
@@ -575,9 +577,10 @@ def _prepare(target: Target, options: Options) -> Plan:
         if target.archs:
             why = f"as requested by {target.archs_origin}"
         checks.append(Check("archs", True, f"{describe_archs(archs, target.ptx)}: {why}"))
-    command = compile_command(compiler, target, archs, ffi_dir)
-    key = cache_key(inputs, command, compiler, toolchain.ffi_headers_digest(ffi_dir) if ffi_dir else "")
-    return Plan(target, compiler, command, archs, key, cache, checks, tuple(inputs), digests(inputs))
+    record = build_record.plan(target.output, target.cache_file.parent, target.platform, compiler, ffi_dir)
+    command = build_record.with_source(compile_command(compiler, target, archs, ffi_dir), record, target.root)
+    key = cache_key(inputs, [*command, record.text], compiler, toolchain.ffi_headers_digest(ffi_dir) if ffi_dir else "")
+    return Plan(target, compiler, command, archs, key, cache, checks, tuple(inputs), digests(inputs), record)
 
 
 def digests(inputs: dict[Path, bytes]) -> dict[Path, str]:
@@ -894,6 +897,8 @@ def _compile(plan: Plan, options: Options) -> CompileOutcome:
     output = process.BoundedOutput(COMPILER_HEAD_BYTES, COMPILER_TAIL_BYTES)
     started = time.perf_counter()
     try:
+        if plan.record is not None:
+            build_record.write_source(plan.record)
         with _progress(f"compiling {plan.target.title} with {plan.compiler.kind}", options.show_progress):
             ended = process.run_in_session(
                 command, options.timeout, output, cwd=plan.target.root, exit_grace=COMPILER_EXIT_GRACE_S, term_grace=COMPILER_TERM_GRACE_S

@@ -23,7 +23,7 @@ from typing import Any
 
 from xlacc import spec as spec_mod
 from xlacc.commands.build import builder
-from xlacc.commands.doctor.rules import verify
+from xlacc.commands.doctor.rules import build_record, verify
 from xlacc.commands.doctor.rules.run import diagnose_output
 from xlacc.commands.new import update
 from xlacc.commands.smoke.runner import ChildResult, run_harness
@@ -171,7 +171,7 @@ def build_if_stale(spec: spec_mod.Spec, report: Report, timeout: float) -> bool:
         if not spec.library.is_file() or spec.sources_newer_than_library() or _headers_or_spec_newer(spec):
             raise
         report.add(Check("build", None, f"{library} is taken as built: no source is newer than it, and it cannot be checked further here ({exc})"))
-        return runs_on_visible_gpus(spec, report)
+        return matches_runtime(spec, report) and runs_on_visible_gpus(spec, report)
     if not result.ok:
         report.checks += result.checks
         report.findings += result.findings
@@ -180,7 +180,18 @@ def build_if_stale(spec: spec_mod.Spec, report: Report, timeout: float) -> bool:
         return False
     report.add(Check("build", True, f"{library} is up to date" if result.cached else f"built {library} in {result.seconds:.1f} s"))
     report.checks += [c for c in result.checks if c.ok is None and c.name == "compile"]  # built, with a caveat (a source saved meanwhile)
-    return runs_on_visible_gpus(spec, report)
+    return matches_runtime(spec, report) and runs_on_visible_gpus(spec, report)
+
+
+def matches_runtime(spec: spec_mod.Spec, report: Report) -> bool:
+    """The library's build record against the jaxlib the harnesses will import (this interpreter's):
+    a library the runtime refuses is reported before any harness runs into `No FFI handler registered`."""
+    record, findings = build_record.library_skew(spec.library)
+    report.findings += findings
+    errors = [f for f in findings if f.severity == "error"]
+    if record is not None and errors:
+        report.add(Check("built against", False, f"{build_record.describe(record)}: {errors[0].title}; nothing ran"))
+    return not errors
 
 
 def _headers_or_spec_newer(spec: spec_mod.Spec) -> bool:

@@ -9,8 +9,9 @@ small module-level function, so tests can hand in another environment.
 What ffi-api-skew covers here: the FFI API version (XLA_FFI_API_MAJOR/MINOR) of jaxlib's own
 headers, which is what jaxlib accepts, against every other copy of ``xla/ffi/api/c_api.h`` that a
 compiler would pick up from $CPATH, $CPLUS_INCLUDE_PATH or $C_INCLUDE_PATH; and a jax CUDA plugin
-whose release differs from jaxlib's. It cannot read the version out of an already built .so (the
-handler stores it as an immediate value); for that, the error texts are matched instead.
+whose release differs from jaxlib's. A built library's own headers are compared by
+``rules/build_record`` (from the record ``xlacc build`` compiles in); for libraries without one, the
+error texts are matched instead.
 """
 
 from __future__ import annotations

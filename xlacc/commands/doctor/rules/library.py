@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlacc.commands.doctor.rules import verify
+from xlacc.commands.doctor.rules import build_record, verify
 from xlacc.commands.doctor.section import Section
 from xlacc.ground import toolchain
 from xlacc.ground.catalogue import make
@@ -36,6 +36,7 @@ def check_library(path: Path, symbols: list[str], arch: str | None, symbols_from
     ]
     sections.extend(_symbols(so, symbols, symbols_from))
     sections.append(_gpu_code(path, arch))
+    sections.append(build_record.section(path))
     return sections
 
 
