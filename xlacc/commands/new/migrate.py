@@ -108,7 +108,11 @@ def _binds(node: ast.stmt) -> frozenset[str]:
 
 
 def _uses(node: ast.stmt) -> frozenset[str]:
-    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    """The names a statement reads, and a function's parameters: pytest passes fixtures by name."""
+    read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        read |= {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    return frozenset(read)
 
 
 def _with_what_they_use(user: list[Statement], theirs: list[Statement], known: set[str]) -> list[Statement]:
