@@ -389,6 +389,7 @@ def _render(spec: Spec, meta: dict[str, Any], wrapped: dict[str, Any], only: set
             "grad": transforms.describe_grad(spec),
             "no_backward": transforms.no_backward_message(spec),
         },
+        "uses": _transforms_used(spec),
         "splits": {s.factor: (s.dims, s.result_dims) for s in transforms.splits(spec)},
         "batched": transforms.folding_inputs(spec) or (),
         "shape_checks": shape_checks(spec, meta),
@@ -401,6 +402,17 @@ def _render(spec: Spec, meta: dict[str, Any], wrapped: dict[str, Any], only: set
     if only is None:
         _self_check(spec, files)
     return files
+
+
+def _transforms_used(spec: Spec) -> dict[str, bool]:
+    """Which parts of NAME/_jax_transforms.py the op's rules need: the file holds only those."""
+    rules = [call.rule for call in spec.calls if call.rule is not None]
+    entries = [entry for rule in rules for entry in rule.operands + rule.results]
+    return {
+        "sharded": bool(rules),
+        "whole": bool(spec.sharding and spec.sharding.whole),
+        "compounds": any(isinstance(factor, tuple) for entry in entries for factor in entry),
+    }
 
 
 def _wrapped_context(spec: Spec) -> dict[str, Any]:
