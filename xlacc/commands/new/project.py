@@ -40,7 +40,7 @@ COMMON = "_common"
 WRAP_TEMPLATE = "from"  # xlacc new --from: the user's own kernel
 USER = "yours"
 XLACC = "xlacc's"
-RECORD_ROLE = "what xlacc wrote, to tell your edits from its own (with .xlacc/base/; commit both)"
+RECORD_ROLE = "the record: what xlacc wrote, to tell your edits from its own (commit .xlacc/)"
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xlacc import spec as specmod
+from xlacc.commands.new import migrate, wrap
 from xlacc.commands.new import project as scaffold
-from xlacc.commands.new import migrate
 from xlacc.commands.new import record as generated
-from xlacc.commands.new import wrap
 from xlacc.ground.catalogue import entry, make
 from xlacc.ground.errors import UsageError
 from xlacc.ground.report import Check, Finding, Report
