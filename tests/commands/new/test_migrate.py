@@ -236,3 +236,18 @@ def test_a_file_that_did_not_move_is_left_to_the_merge():
 def _without_checks_import(text):
     """The moved text without its import of op.checks, which these tests do not have."""
     return re.sub(r"from op\.checks import \([^)]*\)\n", "", text)
+
+
+def test_a_stale_generated_table_beside_the_record_file_is_moved_out_too(previous):
+    """Both homes (a branch merged from before the move): the record file is the record, and the
+    table left in xlacc.toml goes."""
+    assert not update.run(update.UpdateRequest(previous)).failed
+    spec_file = previous / "xlacc.toml"
+    spec_file.write_text(spec_file.read_text() + '\n[generated]\nxlacc = "0.1.0"\n')
+    recorded = specmod.load(previous).generated
+    assert not recorded.legacy and recorded.files
+
+    report = update.run(update.UpdateRequest(previous))
+
+    assert "moved xlacc's record" in checks_by_name(report)["xlacc.toml"].detail and not report.failed
+    assert "[generated]" not in spec_file.read_text() and specmod.load(previous).generated.files == recorded.files

@@ -107,6 +107,14 @@ def _check_only_the_record_went(spec_text: str, text: str) -> None:
         )
 
 
+def holds_legacy_record(spec_text: str) -> bool:
+    """Whether xlacc.toml still holds a ``[generated]`` table, the record's home before RECORD_FILE."""
+    try:
+        return "generated" in tomllib.loads(spec_text.removeprefix("\ufeff"))
+    except tomllib.TOMLDecodeError:
+        return False
+
+
 def file_digest(path: str, text: str) -> str:
     return digest(without_record(text) if path == specmod.SPEC_FILE else text)
 

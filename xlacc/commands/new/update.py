@@ -68,7 +68,7 @@ def run(request: UpdateRequest) -> Report:
         for path in sorted(set(files) | (set(recorded) - {specmod.SPEC_FILE}))
     ]
     report = Report(title=f"xlacc update {spec.name} (xlacc {spec.generated.xlacc if spec.generated else '?'} -> {generated.__version__})")
-    if spec.generated is not None and spec.generated.legacy:
+    if generated.holds_legacy_record(spec_text):
         report.add(Check(specmod.SPEC_FILE, True, f"moved xlacc's record ([generated]) to {generated.RECORD_FILE}: your keys and comments stay"))
     mismatches = drift.launch_mismatches(spec, kernel_text(directory, spec, outcomes))
     for outcome in outcomes:
@@ -256,7 +256,7 @@ def write(directory: Path, spec: specmod.Spec, spec_text: str, rendered: dict[st
     for path, text in rendered.items():
         writes[f"{generated.BASE_DIR}/{path}"] = text
     writes[generated.RECORD_FILE] = generated.record_text(spec, rendered)
-    if spec.generated is not None and spec.generated.legacy:
+    if generated.holds_legacy_record(spec_text):
         writes[specmod.SPEC_FILE] = generated.without_record(spec_text)
     generated.write_all(directory, writes)
     for outcome in outcomes:
