@@ -64,7 +64,7 @@ def run(request: UpdateRequest) -> Report:
     files = {path: text for path, text in rendered.items() if path != specmod.SPEC_FILE}
     recorded = dict(spec.generated.files) if spec.generated else {}
     outcomes = [
-        still_marked(directory, moved_tests(directory, spec, outcome_for(directory, path, files.get(path), recorded.get(path), scaffold.owner_of(spec, path)), files.get(path)))
+        still_marked(directory, outcome_of(directory, spec, path, files.get(path), recorded.get(path)))
         for path in sorted(set(files) | (set(recorded) - {specmod.SPEC_FILE}))
     ]
     report = Report(title=f"xlacc update {spec.name} (xlacc {spec.generated.xlacc if spec.generated else '?'} -> {generated.__version__})")
@@ -125,6 +125,11 @@ def outcome_for(directory: Path, path: str, new: str | None, recorded: str | Non
     if recorded is not None and not edited:
         return FileOutcome(path, "updated", new)
     return merge(directory, path, current, new)
+
+
+def outcome_of(directory: Path, spec: specmod.Spec, path: str, new: str | None, recorded: str | None) -> FileOutcome:
+    """What update does to one file: replace, merge, or move an earlier layout's tests."""
+    return moved_tests(directory, spec, outcome_for(directory, path, new, recorded, scaffold.owner_of(spec, path)), new)
 
 
 def moved_tests(directory: Path, spec: specmod.Spec, outcome: FileOutcome, new: str | None) -> FileOutcome:
