@@ -249,14 +249,16 @@ def edit_spec(project: Path, old: str, new: str) -> None:
 
 
 def test_a_recorded_file_outside_the_project_is_never_touched(workspace):
-    """A [generated.files] key naming a file outside the project once had `xlacc update` delete it."""
+    """A [files] key of the record naming a file outside the project once had `xlacc update` delete it."""
     victim = workspace / "victim.txt"
     digest = hashlib.sha256(victim.read_bytes()).hexdigest()[:16]
+    record = workspace / "demo" / ".xlacc" / "record.toml"
+    kept = record.read_text()
     for key in (str(victim), "../victim.txt"):
-        edit_spec(workspace / "demo", "[generated.files]\n", f'[generated.files]\n"{key}" = "sha256:{digest}"\n')
-        assert_usage_error(xlacc("update", "demo", cwd=workspace), "generated.files")
+        record.write_text(kept.replace("[files]\n", f'[files]\n"{key}" = "sha256:{digest}"\n'))
+        assert_usage_error(xlacc("update", "demo", cwd=workspace), "record.toml: [files]")
         assert victim.read_text() == "the user's own file\n"
-        edit_spec(workspace / "demo", f'"{key}" = "sha256:{digest}"\n', "")
+    record.write_text(kept)
 
 
 @pytest.mark.parametrize(

@@ -276,7 +276,7 @@ def test_the_reserved_names_are_derived_from_the_generated_code():
 # Each built, then broke run-smoke: the op's functions (NAME, _NAME...) overwrote one of the
 # generated module's own names (`op` did too, until jax.py's helper and the tests' fixture were
 # renamed); `name`: torch.ops.xlacc.name is torch's namespace's own attribute.
-@pytest.mark.parametrize("name", ["reference", "custom_call", "library", "transformed", "Target", "op_dtype", "TARGET", "ENTRY_POINT", "name"])
+@pytest.mark.parametrize("name", ["reference", "op_to_run", "library", "transformed", "Target", "op_dtype", "TARGET", "ENTRY_POINT", "name"])
 def test_op_names_the_generated_package_uses_are_refused(name):
     with pytest.raises(UsageError, match=r"^invalid name '\w+': the generated package uses that name itself; pick another$"):
         specmod.check_op_name(name)

@@ -4,7 +4,7 @@
 - :mod:`xlacc.spec.checks`: what a user may write (names that become code, flags, archs).
 - :mod:`xlacc.spec.model`: the op (tensors, attributes, build, sharding, backward) and every name
   derived from it.
-- :mod:`xlacc.spec.reading`: finding and reading ``xlacc.toml``.
+- :mod:`xlacc.spec.reading`: finding and reading ``xlacc.toml``, and xlacc's record ``.xlacc/record.toml``.
 - :mod:`xlacc.spec.drift`: how a project moved on from what xlacc generated.
 - :mod:`xlacc.spec.names`: the names generated code keeps for itself.
 - :mod:`xlacc.spec.sharding`: the sharding-rule notation.
@@ -59,6 +59,7 @@ from xlacc.spec.model import (
 from xlacc.spec.reading import (
     BASE_DIR,
     RECORD_DIR,
+    RECORD_FILE,
     SPEC_FILE,
     find_spec,
     from_dict,
@@ -105,6 +106,7 @@ __all__ = [
     "Tensor",
     "BASE_DIR",
     "RECORD_DIR",
+    "RECORD_FILE",
     "SPEC_FILE",
     "find_spec",
     "from_dict",

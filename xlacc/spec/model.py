@@ -160,12 +160,14 @@ class Call(_Operands):
 
 @dataclass(frozen=True)
 class Generated:
-    """``[generated]``: what xlacc wrote, so that later runs tell the user's edits from its own."""
+    """The record (``.xlacc/record.toml``): what xlacc wrote, so that later runs tell the user's
+    edits from its own."""
 
     xlacc: str
     template: str
     signature: str  # digest of the spec fields the generated code depends on
     files: dict[str, str] = field(default_factory=dict)  # project path -> sha256 of the text written
+    legacy: bool = False  # read from xlacc.toml's [generated] table, where xlacc kept it before
 
 
 @dataclass(frozen=True)

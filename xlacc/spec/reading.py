@@ -3,6 +3,7 @@ with an error that names the key for anything wrong."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import sys
@@ -58,8 +59,10 @@ from xlacc.spec.model import (
 )
 
 SPEC_FILE = "xlacc.toml"
-RECORD_DIR = ".xlacc"  # a project's record of what xlacc wrote (xlacc.commands.new.record)
+RECORD_DIR = ".xlacc"  # xlacc's own folder in a project (xlacc.commands.new.record)
+RECORD_FILE = f"{RECORD_DIR}/record.toml"  # what xlacc wrote: its version, the template, digests
 BASE_DIR = f"{RECORD_DIR}/base"  # the files as xlacc last wrote them, for three-way merges
+LEGACY_RECORD = "generated"  # the table of xlacc.toml that held the record before RECORD_FILE
 
 # Every key each table may hold; anything else is a mistake worth naming (a misspelt key would
 # otherwise be ignored silently).
@@ -73,6 +76,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "build": ("kernel", "sources", "include_dirs", "defines", "flags", "archs", "ptx", "output"),
     "from": ("file", "kernel", "sizes"),
     "generated": ("xlacc", "template", "signature", "files"),
+    "record": ("xlacc", "template", "signature", "files"),
     "sharding": ("rule", "whole"),
     "backward": ("kind", "grads", "saved"),
     "backward.saved": ("name", "dtype", "shape"),
@@ -130,8 +134,24 @@ def read_toml(spec_path: Path) -> dict[str, Any]:
 
 
 def load(path: Path) -> Spec:
+    """The project's spec, with xlacc's record of what it wrote: ``.xlacc/record.toml``, or the
+    ``[generated]`` table of an xlacc.toml written before the record moved (``xlacc update`` moves it)."""
     spec_path = find_spec(path)
-    return from_dict(read_toml(spec_path), spec_path)
+    spec = from_dict(read_toml(spec_path), spec_path)
+    record_path = spec.root / RECORD_FILE
+    if record_path.is_file() or spec.generated is None:
+        spec = dataclasses.replace(spec, generated=read_record(record_path))
+    return spec
+
+
+def read_record(path: Path) -> Generated | None:
+    """``.xlacc/record.toml``; None when the project has none."""
+    if not path.is_file() and not path.is_symlink():
+        return None
+    raw = read_toml(path)
+    reader = _Reader(path)
+    reader.known_keys(raw, "record", "")
+    return reader.record(raw, "")
 
 
 def from_dict(raw: dict[str, Any], spec_path: Path) -> Spec:
@@ -413,18 +433,22 @@ class _Reader:
         return Tensor(name, dtypes, None, like=match["like"], like_stop=int(match["stop"]) if match["stop"] else None)
 
     def generated(self, raw: dict) -> Generated | None:
-        table = self.table(raw, "generated")
-        if not table:
-            return None
+        """xlacc.toml's ``[generated]`` table: the record as xlacc wrote it before RECORD_FILE."""
+        table = self.table(raw, LEGACY_RECORD)
+        return dataclasses.replace(self.record(table, LEGACY_RECORD), legacy=True) if table else None
+
+    def record(self, table: dict, where: str) -> Generated:
+        """The record's keys, in ``table`` (``where``: its name, for messages)."""
+        key = f"{where}." if where else ""
         files = table.get("files", {})
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
-            raise self.fail("generated.files", "must be a table of file -> hash (xlacc writes it; restore it from version control)")
+            raise self.fail(f"{key}files", "must be a table of file -> hash (xlacc writes it; restore it from version control)")
         for path in files:
-            self.project_path(path, "generated.files")
+            self.project_path(path, f"{key}files")
         return Generated(
-            xlacc=self.string(table, "generated.xlacc", default=""),
-            template=self.string(table, "generated.template", default=""),
-            signature=self.string(table, "generated.signature", default=""),
+            xlacc=self.string(table, f"{key}xlacc", default=""),
+            template=self.string(table, f"{key}template", default=""),
+            signature=self.string(table, f"{key}signature", default=""),
             files=dict(files),
         )
 

@@ -20,7 +20,7 @@ def request(tmp_path, **kwargs):
 
 
 USER_FILES = {"xlacc.toml", "test_myop.py", "myop/reference.py"}
-BINDINGS = {"myop/__init__.py", "myop/testing.py", "pyproject.toml", ".gitignore"}
+BINDINGS = {"myop/__init__.py", "myop/testing.py", "myop/checks.py", "pyproject.toml", ".gitignore"}
 
 
 def project_files(project):
@@ -295,3 +295,16 @@ def test_the_wheel_ships_every_template(tmp_path):
     for source in (root / "templates").rglob("*"):
         if source.is_file():
             assert f"xlacc/templates/{source.relative_to(root / 'templates').as_posix()}" in names
+
+
+@pytest.mark.parametrize("template", ["add", "rms-norm", "blank", "paged-attention", "paged-kv-write"])
+@pytest.mark.parametrize("platform", ["cuda", "cpu"])
+def test_the_users_test_file_is_short_and_imports_the_generic_checks(tmp_path, template, platform):
+    scaffold.create(request(tmp_path, template=template, platform=platform))
+    text = (tmp_path / "myop" / "test_myop.py").read_text()
+    assert len(text.splitlines()) <= 40
+    assert "from myop.checks import (" in text and "def test_matches_reference(" in text
+    checks = (tmp_path / "myop" / "myop" / "checks.py").read_text()
+    imported = re.findall(r"^    (test_\w+),$", text, re.MULTILINE)
+    assert imported and all(f"def {name}(" in checks for name in imported)
+    assert set(re.findall(r"^def (test_\w+)\(", checks, re.MULTILINE)) == set(imported)  # every generic check runs

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 
 import pytest
@@ -12,7 +11,6 @@ from needs import needs_ffi_headers
 from xlacc import spec as specmod
 from xlacc.commands.build import builder
 from xlacc.commands.new import project as scaffold
-from xlacc.commands.new import record as generated
 from xlacc.commands.new import update
 from xlacc.commands.new.project import NewRequest
 from xlacc.commands.smoke import run_smoke as smoke
@@ -230,18 +228,6 @@ def test_a_file_saved_with_crlf_merges_line_by_line_and_keeps_its_line_endings(p
     assert merged.count("\r\n") == merged.count("\n")
 
 
-def test_a_spec_saved_with_crlf_keeps_crlf_when_its_record_is_rewritten(project, upgraded_templates):
-    spec_file = project / "xlacc.toml"
-    spec_file.write_bytes(spec_file.read_bytes().replace(b"\n", b"\r\n"))
-    edit(upgraded_templates / "_common/project/jax.py.j2", "import ctypes\n", "import ctypes  # newer bindings\n")
-
-    report = update.run(update.UpdateRequest(project))
-
-    assert not report.failed and statuses(report)["op/jax.py"] == "updated"
-    text = spec_file.read_bytes()
-    assert b"[generated]\r\n" in text and text.count(b"\r\n") == text.count(b"\n")
-
-
 def test_a_conflict_in_a_crlf_file_is_marked_with_crlf_and_found_by_build(project, upgraded_templates):
     bindings = project / "op" / "jax.py"
     bindings.write_bytes(bindings.read_text().replace("import ctypes\n", "import ctypes  # mine\n").replace("\n", "\r\n").encode())
@@ -267,53 +253,6 @@ def test_a_generated_file_that_is_not_a_regular_file_is_a_one_line_error_and_not
         update.run(update.UpdateRequest(project))
     assert "\n" not in str(info.value)
     assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
-
-
-def test_tables_after_the_record_are_the_users_and_stay(project):
-    """A table appended below [generated] was cut away with the record, with exit 0."""
-    spec_file = project / "xlacc.toml"
-    spec_file.write_text(spec_file.read_text() + '\n# alpha: the scale of y (my note)\n[[attrs]]\nname = "alpha"\ntype = "f32"\ndefault = 2.0\n')
-
-    report = update.run(update.UpdateRequest(project))
-
-    assert not report.failed
-    assert [a.name for a in specmod.load(project).attrs] == ["alpha"]
-    assert "alpha" in (project / "op" / "jax.py").read_text()
-    assert update.run(update.UpdateRequest(project)).failed is False and "alpha" in spec_file.read_text()
-    assert "# alpha: the scale of y (my note)\n[[attrs]]" in spec_file.read_text()  # its comment too
-
-
-def test_the_record_moved_to_the_top_is_replaced_there_and_nothing_else_goes(project):
-    spec_file = project / "xlacc.toml"
-    text = spec_file.read_text()
-    start = text.index("# Written by xlacc")
-    spec_file.write_text(text[start:] + "\n" + text[:start])
-    before = specmod.load(project)
-
-    assert not update.run(update.UpdateRequest(project)).failed
-
-    after = spec_file.read_text()
-    assert after.count("[generated]") == 1 and after.rstrip().endswith('"')  # the record is last again
-    assert specmod.load(project).signature_digest == before.signature_digest
-    assert after.startswith("# The `op` custom call.")  # the comments above [op] stay with it
-
-
-@pytest.mark.parametrize("header", ["[generated]  # keep this", "[ generated ]", '["generated"]'])
-def test_a_record_header_written_another_valid_way_is_still_the_record(project, header):
-    """Each is the same TOML table: update once appended a second one, and the file stopped parsing."""
-    spec_file = project / "xlacc.toml"
-    edit(spec_file, "\n[generated]\n", f"\n{header}\n")
-
-    assert not update.run(update.UpdateRequest(project)).failed
-
-    assert len(re.findall(r'^\[\s*"?generated', spec_file.read_text(), re.MULTILINE)) == 2  # [generated] and [generated.files]
-    specmod.load(project)
-
-
-def test_a_header_like_line_inside_a_string_is_refused_not_cut():
-    text = '[op]\nname = "op"\n\n[notes]\ntext = """\n[generated]\nkept = 1\n"""\n\n[generated]\nxlacc = "0"\n'
-    with pytest.raises(UsageError, match="cannot be told apart from your tables"):
-        generated.without_record(text)
 
 
 def test_a_spec_saved_with_a_byte_order_mark_reads_and_updates(project, upgraded_templates):

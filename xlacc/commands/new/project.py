@@ -39,6 +39,7 @@ COMMON = "_common"
 WRAP_TEMPLATE = "from"  # xlacc new --from: the user's own kernel
 USER = "yours"
 XLACC = "xlacc's"
+RECORD_ROLE = "the record: what xlacc wrote, to tell your edits from its own (commit .xlacc/)"
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ PROJECT_FILES: tuple[ProjectFile, ...] = (
     ProjectFile("_common/project/entry_points.j2", "{entry}", XLACC, "the entry points XLA calls; include the kernel"),
     ProjectFile("_common/project/init.py.j2", "{package}/__init__.py", XLACC, "the package: library path, dtypes"),
     ProjectFile("_common/project/testing.py.j2", "{package}/testing.py", XLACC, "test data and tolerances"),
+    ProjectFile("_common/project/checks.py.j2", "{package}/checks.py", XLACC, "the generic checks the tests import (sharding, vmap, grad)"),
     ProjectFile("_common/project/jax.py.j2", "{package}/jax.py", XLACC, "JAX bindings (jax.ffi)", lambda s: s.uses_jax_module),
     ProjectFile(
         "_common/project/jax_transforms.py.j2", "{package}/_jax_transforms.py", XLACC, "sharding, vmap and grad for JAX",
@@ -394,6 +396,7 @@ def _render(spec: Spec, meta: dict[str, Any], wrapped: dict[str, Any], only: set
             "grad": transforms.describe_grad(spec),
             "no_backward": transforms.no_backward_message(spec),
         },
+        "uses": _transforms_used(spec),
         "splits": {s.factor: (s.dims, s.result_dims) for s in transforms.splits(spec)},
         "batched": transforms.folding_inputs(spec) or (),
         "shape_checks": shape_checks(spec, meta),
@@ -406,6 +409,17 @@ def _render(spec: Spec, meta: dict[str, Any], wrapped: dict[str, Any], only: set
     if only is None:
         _self_check(spec, files)
     return files
+
+
+def _transforms_used(spec: Spec) -> dict[str, bool]:
+    """Which parts of NAME/_jax_transforms.py the op's rules need: the file holds only those."""
+    rules = [call.rule for call in spec.calls if call.rule is not None]
+    entries = [entry for rule in rules for entry in rule.operands + rule.results]
+    return {
+        "sharded": bool(rules),
+        "whole": bool(spec.sharding and spec.sharding.whole),
+        "compounds": any(isinstance(factor, tuple) for entry in entries for factor in entry),
+    }
 
 
 def _wrapped_context(spec: Spec) -> dict[str, Any]:
@@ -446,10 +460,10 @@ def create(request: NewRequest) -> Report:
     spec, meta = spec_for(request)
     specmod.refuse_inside_a_record(spec.root, request.directory or spec.name)
     files = _render(spec, meta, _checked_wrapping(request, spec, meta))
-    files[specmod.SPEC_FILE] = generated.with_record(files[specmod.SPEC_FILE], spec, files)
+    record = generated.record_text(spec, files)
     directory = spec.root
     shown = Path(request.directory or spec.name)
-    plan = generated.plan_new(directory, files, force=request.force)
+    plan = generated.plan_new(directory, files, record, force=request.force)
     verb = "would write" if request.dry_run else "wrote"
     report = Report(title=f"xlacc new {spec.name} (template {spec.template}, {spec.platform}, {spec.api}, {', '.join(spec.frameworks)})")
     if not request.dry_run:
@@ -458,6 +472,7 @@ def create(request: NewRequest) -> Report:
         what = plan.actions[path]
         detail = f"{owner_of(spec, path)}: {_role(spec, path)}; {verb}{what.suffix(request.dry_run)}, {counted(len(text.splitlines()), 'line')}"
         report.add(Check(str(shown / path), True, detail))
+    report.add(Check(str(shown / generated.RECORD_FILE), True, f"{XLACC}: {RECORD_ROLE}; {verb}, {len(record.splitlines())} lines"))
     report.data.update({"project": str(directory), "files": list(files), "dry_run": request.dry_run, "backups": plan.backups_json()})
     if plan.backups:
         report.notes.append(f"your edited files were kept in {shown / plan.backup_dir}")

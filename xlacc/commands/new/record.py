@@ -1,9 +1,14 @@
 """What xlacc generated in a project, so that no run of xlacc loses what the user wrote.
 
-Two records, written whenever xlacc writes a project's files:
-- the ``[generated]`` table at the end of ``xlacc.toml``: the xlacc version, the template, a digest
-  of the signature, and a digest of each file's text as written (an edited file no longer matches);
+Two records, both xlacc's, under ``.xlacc/`` (as copier keeps its answers apart from the user's
+files), written whenever xlacc writes a project's files:
+- ``.xlacc/record.toml``: the xlacc version, the template, a digest of the signature, and a digest
+  of each file's text as written (an edited file no longer matches);
 - ``.xlacc/base/``: each file's text as written, the common ancestor ``xlacc update`` merges from.
+
+xlacc.toml holds only the user's choices. Before the record moved, it was a ``[generated]`` table
+at the end of xlacc.toml (``LEGACY_HEADER``); :func:`without_record` cuts that table out, and the
+digest of xlacc.toml is taken without it, so a record of either layout matches the same text.
 
 A file xlacc would replace that the user has edited is backed up under ``.xlacc/backup/`` first,
 byte for byte (``new --force``), or merged (``update``). A file that is not UTF-8 is never xlacc's,
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -29,11 +35,16 @@ from xlacc.spec.reading import tomllib
 BASE_DIR = specmod.BASE_DIR
 BACKUP_DIR = f"{specmod.RECORD_DIR}/backup"
 MAX_PROJECT_FILE_BYTES = 64_000_000  # a project file compared with xlacc's text
+RECORD_FILE = specmod.RECORD_FILE
 RECORD_HEADER = (
+    "# Written by xlacc: what it generated, so that `xlacc update` can tell your edits from its own.\n"
+    "# Keep the .xlacc/ folder (commit it); xlacc rewrites this file.\n"
+)
+LEGACY_HEADER = (  # the lines xlacc wrote above xlacc.toml's [generated] table
     "# Written by xlacc: what it generated, so that `xlacc update` can tell your edits from its own.\n"
     "# Keep this table and the .xlacc/ folder (commit both).\n"
 )
-RECORD_HEADER_LINES = frozenset(RECORD_HEADER.splitlines())  # xlacc's own lines above [generated]
+RECORD_HEADER_LINES = frozenset(LEGACY_HEADER.splitlines())
 # A table's header line: [a.b] or [[a.b]], spaces and a comment allowed, keys bare or quoted.
 TABLE_HEADER = re.compile(r"^[ \t]*\[\[?(?P<key>[^\]\n]*)\]\]?[ \t]*(?:#.*)?$")
 
@@ -96,24 +107,35 @@ def _check_only_the_record_went(spec_text: str, text: str) -> None:
         )
 
 
+def holds_legacy_record(spec_text: str) -> bool:
+    """Whether xlacc.toml still holds a ``[generated]`` table, the record's home before RECORD_FILE."""
+    try:
+        return "generated" in tomllib.loads(spec_text.removeprefix("\ufeff"))
+    except tomllib.TOMLDecodeError:
+        return False
+
+
 def file_digest(path: str, text: str) -> str:
     return digest(without_record(text) if path == specmod.SPEC_FILE else text)
 
 
-def with_record(spec_text: str, spec: specmod.Spec, files: dict[str, str]) -> str:
-    """``spec_text`` ending in a ``[generated]`` table that records xlacc's text of ``files``."""
+def record_text(spec: specmod.Spec, files: dict[str, str]) -> str:
+    """``.xlacc/record.toml``: the record of xlacc's text of ``files``."""
     lines = [
-        RECORD_HEADER + "[generated]",
-        f'xlacc = "{__version__}"',
-        f'template = "{spec.template}"',
-        f'signature = "{spec.signature_digest}"',
+        RECORD_HEADER.rstrip("\n"),
+        f"xlacc = {_toml_string(__version__)}",
+        f"template = {_toml_string(spec.template)}",
+        f"signature = {_toml_string(spec.signature_digest)}",
         "",
-        "[generated.files]",
+        "[files]",
     ]
-    for path in sorted(files):
-        lines.append(f'"{path}" = "{file_digest(path, files[path])}"')
-    record = "\n\n" + "\n".join(lines) + "\n"
-    return without_record(spec_text).rstrip("\r\n") + record.replace("\n", line_ending(spec_text))
+    lines += [f"{_toml_string(path)} = {_toml_string(file_digest(path, files[path]))}" for path in sorted(files)]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: a JSON string, once DEL (which JSON leaves bare) is escaped too."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def line_ending(text: str) -> str:
@@ -122,7 +144,7 @@ def line_ending(text: str) -> str:
 
 
 def recorded_files(directory: Path) -> dict[str, str]:
-    """The digests an existing project's ``xlacc.toml`` records (empty if none can be read)."""
+    """The digests an existing project's record holds (empty if none can be read)."""
     try:
         return dict(specmod.load(directory).generated.files)
     except (UsageError, AttributeError):
@@ -207,9 +229,10 @@ class Plan:
         return {path: f"{self.backup_dir}/{path}" for path in self.backups}
 
 
-def plan_new(directory: Path, files: dict[str, str], force: bool) -> Plan:
-    """Decide, before writing anything, what ``xlacc new`` writes and which of the user's files it
-    must back up. Refuses a non-empty directory without ``force``."""
+def plan_new(directory: Path, files: dict[str, str], record: str, force: bool) -> Plan:
+    """Decide, before writing anything, what ``xlacc new`` writes (``files``, their merge bases and
+    the ``record`` of them) and which of the user's files it must back up. Refuses a non-empty
+    directory without ``force``."""
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{directory} exists and is not a directory; nothing was written")
     if not force and directory.is_dir() and any(directory.iterdir()):
@@ -227,7 +250,8 @@ def plan_new(directory: Path, files: dict[str, str], force: bool) -> Plan:
         plan.actions[path] = Action(kind)
         plan.writes[path] = text
     for path, text in files.items():
-        plan.writes[f"{BASE_DIR}/{path}"] = without_record(text) if path == specmod.SPEC_FILE else text
+        plan.writes[f"{BASE_DIR}/{path}"] = text
+    plan.writes[RECORD_FILE] = record
     return plan
 
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xlacc import spec as specmod
+from xlacc.commands.new import migrate, wrap
 from xlacc.commands.new import project as scaffold
 from xlacc.commands.new import record as generated
-from xlacc.commands.new import wrap
 from xlacc.ground.catalogue import entry, make
 from xlacc.ground.errors import UsageError
 from xlacc.ground.report import Check, Finding, Report
@@ -60,14 +60,16 @@ def run(request: UpdateRequest) -> Report:
     spec_text = generated.read_text(directory / specmod.SPEC_FILE)
     if spec_text is None:
         raise UsageError(f"{directory / specmod.SPEC_FILE} went away while xlacc update read it; nothing was written")
-    # The spec is the user's input: only its [generated] table is rewritten.
+    # The spec is the user's input: xlacc only moves an earlier layout's record out of it.
     files = {path: text for path, text in rendered.items() if path != specmod.SPEC_FILE}
     recorded = dict(spec.generated.files) if spec.generated else {}
     outcomes = [
-        still_marked(directory, outcome_for(directory, path, files.get(path), recorded.get(path), scaffold.owner_of(spec, path)))
+        still_marked(directory, outcome_of(directory, spec, path, files.get(path), recorded.get(path)))
         for path in sorted(set(files) | (set(recorded) - {specmod.SPEC_FILE}))
     ]
     report = Report(title=f"xlacc update {spec.name} (xlacc {spec.generated.xlacc if spec.generated else '?'} -> {generated.__version__})")
+    if generated.holds_legacy_record(spec_text):
+        report.add(Check(specmod.SPEC_FILE, True, f"moved xlacc's record ([generated]) to {generated.RECORD_FILE}: your keys and comments stay"))
     mismatches = drift.launch_mismatches(spec, kernel_text(directory, spec, outcomes))
     for outcome in outcomes:
         detail = f"{outcome.status}{': ' + outcome.detail if outcome.detail else ''}"
@@ -123,6 +125,39 @@ def outcome_for(directory: Path, path: str, new: str | None, recorded: str | Non
     if recorded is not None and not edited:
         return FileOutcome(path, "updated", new)
     return merge(directory, path, current, new)
+
+
+def outcome_of(directory: Path, spec: specmod.Spec, path: str, new: str | None, recorded: str | None) -> FileOutcome:
+    """What update does to one file: replace, merge, or move an earlier layout's tests."""
+    return moved_tests(directory, spec, outcome_for(directory, path, new, recorded, scaffold.owner_of(spec, path)), new)
+
+
+def moved_tests(directory: Path, spec: specmod.Spec, outcome: FileOutcome, new: str | None) -> FileOutcome:
+    """The test file of an earlier layout, which held the generic checks: xlacc's new file, which
+    imports them from NAME/checks.py, with the user's own tests and edits carried into it."""
+    base = base_text(directory, outcome.path)
+    checks = f"{spec.package}.checks"
+    if outcome.path != f"test_{spec.name}.py" or new is None or base is None or not migrate.moved_checks(base, new, checks):
+        return outcome
+    where = f"{spec.package}/checks.py"
+    if outcome.status == "updated":
+        return replace(outcome, detail=f"the generic checks moved to {where}")
+    if outcome.status not in ("merged", "conflict"):
+        return outcome
+    try:
+        current = generated.read_text(directory / outcome.path) or ""
+        moved = migrate.move_tests(lf_text(base), lf_text(current), new, checks, outcome.path)
+    except (SyntaxError, UsageError):
+        return outcome  # not Python the migration can read: merged (or marked) line by line instead
+    kept = f"; kept yours: {', '.join(moved.kept)}" if moved.kept else ""
+    kept += f" (with what they use: {', '.join(moved.needed)})" if moved.needed else ""
+    skipped = f"; left out {', '.join(moved.skipped)}, which you had removed" if moved.skipped else ""
+    text = moved.text.replace("\n", generated.line_ending(current))
+    return FileOutcome(outcome.path, "merged", text, f"the generic checks moved to {where}{kept}{skipped}")
+
+
+def lf_text(text: str) -> str:
+    return text.replace("\r\n", "\n")
 
 
 def left_as_it_is(directory: Path, path: str, new: str | None, why: str) -> FileOutcome:
@@ -213,7 +248,8 @@ def conflict_finding(conflicts: list[FileOutcome]) -> Finding:
 
 
 def write(directory: Path, spec: specmod.Spec, spec_text: str, rendered: dict[str, str], outcomes: list[FileOutcome]) -> None:
-    """The files, their new merge bases and the new record, all or nothing; then the removals.
+    """The files, their new merge bases and the new record (moved out of xlacc.toml where an
+    earlier layout kept it there), all or nothing; then the removals.
 
     The record holds the digest of xlacc's text, not of a merged file: a file that keeps the
     user's edits stays "edited", so the next update merges it again instead of replacing it."""
@@ -224,7 +260,9 @@ def write(directory: Path, spec: specmod.Spec, spec_text: str, rendered: dict[st
         writes.update(outcome.extra)
     for path, text in rendered.items():
         writes[f"{generated.BASE_DIR}/{path}"] = text
-    writes[specmod.SPEC_FILE] = generated.with_record(spec_text, spec, rendered)
+    writes[generated.RECORD_FILE] = generated.record_text(spec, rendered)
+    if generated.holds_legacy_record(spec_text):
+        writes[specmod.SPEC_FILE] = generated.without_record(spec_text)
     generated.write_all(directory, writes)
     for outcome in outcomes:
         if outcome.status == "removed":

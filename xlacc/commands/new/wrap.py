@@ -369,7 +369,7 @@ def parse_sizes(values: list[str]) -> dict[str, str]:
 def check_spec(spec) -> None:
     """`xlacc update`: the wrapped function's parameters must still be the op's tensors and attributes.
 
-    xlacc.toml is the user's, and update rewrites none of it but its record, so a parameter the
+    xlacc.toml is the user's, and update rewrites none of it (but to move an earlier layout's record out), so a parameter the
     kernel gained or lost is a one-line error saying what to change there, before anything is
     written (regenerating would call the kernel with a tensor no entry point receives)."""
     origin = spec.origin
