@@ -16,7 +16,7 @@ CXX_SCOPE_TOKEN = re.compile(r"(?P<open>[{(\[])|(?P<close>[})\]])|(?<![\w.>:])(?
 
 def cxx_code(text: str) -> str:
     """C++ without comments, literals and #include lines, whose words are not identifiers."""
-    return re.sub(r"^\s*#\s*include[^\n]*", " ", CXX_NOISE.sub(" ", text), flags=re.MULTILINE)
+    return re.sub(r"^[ \t]*#[ \t]*include[^\n]*", " ", CXX_NOISE.sub(" ", text), flags=re.MULTILINE)
 
 
 def cxx_names_used(code: str) -> set[str]:

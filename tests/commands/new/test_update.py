@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 
 import pytest
 from needs import needs_ffi_headers
@@ -351,3 +352,24 @@ def test_an_edited_file_a_rename_leaves_behind_is_kept_and_said_to_be_unused(pro
     check = next(c for c in report.checks if c.name == "op/reference.py")
     assert statuses(report)["op/reference.py"] == "left behind" and check.ok is None and "nothing uses it now" in check.detail
     assert "# mine" in (project / "op" / "reference.py").read_text() and (project / "renamed" / "reference.py").is_file()
+
+
+def _update_cpu_seconds(project, comment_lines: int) -> float:
+    """CPU time of `xlacc update` after a spec change, on a kernel ending in a long comment."""
+    shutil.rmtree(project, ignore_errors=True)
+    scaffold.create(NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=project))
+    kernel = project / "kernel.cc"
+    kernel.write_text(kernel.read_text() + "".join(f"// note {i} on the kernel above\n" for i in range(comment_lines)))
+    edit(project / "xlacc.toml", 'grads = ["x", "y"]', 'grads = ["x"]')
+    started = time.process_time()
+    update.run(update.UpdateRequest(project))
+    return time.process_time() - started
+
+
+def test_update_of_a_kernel_ending_in_a_long_comment_takes_linear_time(tmp_path):
+    """An 80,000-line comment made `xlacc update` take 18 s (the pass dropping #include lines
+    scanned the blanked comment from every line start): 4x the lines costs at most 5x the CPU time."""
+    _update_cpu_seconds(tmp_path / "op", 1_000)  # warm
+    small = min(_update_cpu_seconds(tmp_path / "op", 10_000) for _ in range(2))
+    large = min(_update_cpu_seconds(tmp_path / "op", 40_000) for _ in range(2))
+    assert large < 5 * small + 0.05, f"10k lines {small:.3f} s, 40k {large:.3f} s"
