@@ -22,7 +22,7 @@ from typing import Any, Callable
 from xlacc import spec as specmod
 from xlacc.commands.new import record as generated
 from xlacc.commands.new import transform_plan as transforms
-from xlacc.ground import paths, resources
+from xlacc.ground import locks, paths, resources
 from xlacc.ground.errors import SpecError, UsageError
 from xlacc.ground.report import Check, Report
 from xlacc.ground.wording import counted
@@ -449,11 +449,12 @@ def create(request: NewRequest) -> Report:
     files[specmod.SPEC_FILE] = generated.with_record(files[specmod.SPEC_FILE], spec, files)
     directory = spec.root
     shown = Path(request.directory or spec.name)
-    plan = generated.plan_new(directory, files, force=request.force)
+    with locks.project_lock(directory, "new"):  # two `new` into one folder: the second finds it full
+        plan = generated.plan_new(directory, files, force=request.force)
+        if not request.dry_run:
+            generated.apply(directory, plan)
     verb = "would write" if request.dry_run else "wrote"
     report = Report(title=f"xlacc new {spec.name} (template {spec.template}, {spec.platform}, {spec.api}, {', '.join(spec.frameworks)})")
-    if not request.dry_run:
-        generated.apply(directory, plan)
     for path, text in files.items():
         what = plan.actions[path]
         detail = f"{owner_of(spec, path)}: {_role(spec, path)}; {verb}{what.suffix(request.dry_run)}, {counted(len(text.splitlines()), 'line')}"

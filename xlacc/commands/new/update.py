@@ -22,6 +22,7 @@ from xlacc import spec as specmod
 from xlacc.commands.new import project as scaffold
 from xlacc.commands.new import record as generated
 from xlacc.commands.new import wrap
+from xlacc.ground import locks
 from xlacc.ground.catalogue import entry, make
 from xlacc.ground.errors import UsageError
 from xlacc.ground.report import Check, Finding, Report
@@ -51,6 +52,11 @@ class FileOutcome:
 
 
 def run(request: UpdateRequest) -> Report:
+    with locks.project_lock(specmod.find_spec(request.project).parent, "update"):
+        return _run(request)
+
+
+def _run(request: UpdateRequest) -> Report:
     spec = specmod.load(request.project)
     if spec.origin is not None:
         wrap.check_spec(spec)
