@@ -1076,3 +1076,34 @@ def test_a_template_launched_from_another_file_is_diagnosed(in_tmp):
     assert "-static-global-template-stub=false" in stub.fix
     fixed = builder.run(request(in_tmp / "kern.cu", launch, archs="sm_90", flags=["-static-global-template-stub=false"], symbols=["run"]))
     assert fixed.code() == 0, fixed.to_json()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda cache: cache.update(libraries=[]),
+        lambda cache: cache.update(libraries="libk.so"),
+        lambda cache: cache.update(compilers="g++"),
+        lambda cache: cache.update(compilers=[["g++", "12"]]),
+        lambda cache: cache["libraries"].update({name: [entry] for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["libraries"].update({name: {**entry, "stamp": "now"} for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["libraries"].update({name: {**entry, "key": 7} for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["libraries"].update({name: {**entry, "verified": {"question": entry["verified"]["question"], "checks": [["x"]]}} for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["libraries"].update({name: {**entry, "verified": []} for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["compilers"].update({name: {"stamp": entry["stamp"], "version": 13} for name, entry in cache["compilers"].items()}),
+        lambda cache: cache["compilers"].update({name: "12.2" for name in cache["compilers"]}),
+    ],
+    ids=["libraries-list", "libraries-string", "compilers-string", "compilers-list", "entry-list", "stamp-string", "key-int", "checks-short", "verified-list", "version-int", "compiler-string"],
+)
+def test_a_damaged_cache_file_costs_only_a_compile(in_tmp, damage):
+    """A `libraries` entry of the wrong type, a list, a string `compilers`... ended the build with
+    an internal error (exit 70)."""
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    assert builder.run(request(source, symbols=["xk_add"])).code() == 0
+    cache_file = in_tmp / "build" / builder.CACHE_FILE
+    cache = json.loads(cache_file.read_text())
+    damage(cache)
+    cache_file.write_text(json.dumps(cache))
+    report = builder.run(request(source, symbols=["xk_add"]))
+    assert report.code() == 0, report.to_json()
+    assert builder.run(request(source, symbols=["xk_add"])).data["cached"] is True  # the cache is whole again

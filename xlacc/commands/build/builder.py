@@ -25,13 +25,13 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from xlacc.commands.doctor.rules import compiler as compiler_output
 from xlacc.commands.build.output import library_output
 from xlacc.commands.build import record as build_record
 from xlacc.commands.new import record as generated
-from xlacc.ground import paths, process, resources, toolchain
+from xlacc.ground import locks, paths, process, resources, toolchain
 from xlacc import spec as spec_mod
 from xlacc.ground.catalogue import make as make_finding
 from xlacc.ground.errors import UsageError
@@ -424,6 +424,13 @@ def _files_platform(files: list[Path], requested: str | None) -> str:
 
 
 def _build(target: Target, options: Options) -> BuildResult:
+    if target.project is None:  # kernel files built with flags: no project to guard
+        return _build_unlocked(target, options)
+    with locks.project_lock(target.root, "build"):
+        return _build_unlocked(target, options)
+
+
+def _build_unlocked(target: Target, options: Options) -> BuildResult:
     started = time.perf_counter()
     if target.signature_changes:
         return _stale_result(target, started)
@@ -704,7 +711,7 @@ class BuildCache:
             return cls(path)
         if not isinstance(raw, dict) or raw.get("format") != CACHE_FORMAT:
             return cls(path)
-        cache = cls(path, dict(raw.get("libraries") or {}), dict(raw.get("compilers") or {}))
+        cache = cls(path, _well_formed(raw.get("libraries"), _library_entry), _well_formed(raw.get("compilers"), _compiler_entry))
         cache._loaded = cache._serialize()
         return cache
 
@@ -766,6 +773,33 @@ class BuildCache:
                 temporary.unlink(missing_ok=True)
             return
         self._loaded = text
+
+
+def _well_formed(table: Any, valid: Callable[[dict], bool]) -> dict[str, dict]:
+    """A cache table's entries of the shape xlacc writes; any other (a list, a string, a damaged
+    entry: a file edited by hand or cut short) is left out, and costs only a compile."""
+    if not isinstance(table, dict):
+        return {}
+    return {name: entry for name, entry in table.items() if isinstance(entry, dict) and valid(entry)}
+
+
+def _is_stamp(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in value)
+
+
+def _library_entry(entry: dict) -> bool:
+    verified = entry.get("verified", {"question": None, "checks": []})
+    checks = verified.get("checks") if isinstance(verified, dict) else None
+    return (
+        isinstance(entry.get("key"), str)
+        and _is_stamp(entry.get("stamp"))
+        and isinstance(checks, list)
+        and all(isinstance(c, list) and len(c) == 3 and isinstance(c[0], str) and c[1] in (True, False, None) and isinstance(c[2], str) for c in checks)
+    )
+
+
+def _compiler_entry(entry: dict) -> bool:
+    return _is_stamp(entry.get("stamp")) and isinstance(entry.get("version"), str)
 
 
 @dataclass(frozen=True)
