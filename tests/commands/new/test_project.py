@@ -295,3 +295,19 @@ def test_the_wheel_ships_every_template(tmp_path):
     for source in (root / "templates").rglob("*"):
         if source.is_file():
             assert f"xlacc/templates/{source.relative_to(root / 'templates').as_posix()}" in names
+
+
+@pytest.mark.parametrize(
+    "template, dtype, supported",
+    [("rms-norm", "i32", "f16, bf16, f32, f64"), ("rms-norm", "f32,i64", "f16, bf16, f32, f64"), ("paged-attention", "f64", "f16, bf16, f32"), ("ragged-paged-attention", "i32", "f16, bf16, f32")],
+)
+def test_a_dtype_the_templates_kernel_is_not_written_for_is_refused(tmp_path, template, dtype, supported):
+    """`new --template rms-norm --dtype i32` wrote a project that could not build."""
+    with pytest.raises(UsageError, match=rf"the {template} template's kernel is written for {supported} only") as refused:
+        scaffold.create(request(tmp_path, template=template, dtypes=dtype.split(",")))
+    assert "\n" not in str(refused.value) and not (tmp_path / "myop").exists()
+
+
+@pytest.mark.parametrize("template, dtype", [("rms-norm", "f64"), ("rms-norm", "f16"), ("add", "i32"), ("paged-attention", "bf16")])
+def test_a_dtype_the_templates_kernel_is_written_for_is_accepted(tmp_path, template, dtype):
+    assert scaffold.create(request(tmp_path, template=template, dtypes=[dtype])).code() == 0

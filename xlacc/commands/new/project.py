@@ -164,6 +164,15 @@ def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
     return value
 
 
+def _check_template_dtypes(template: str, meta: dict[str, Any], dtypes: list[str]) -> None:
+    """A template's kernel is written for some element types (``supported_dtypes`` in its
+    template.toml; all where it names none): any other would give a project that cannot build."""
+    supported = meta.get("supported_dtypes", specmod.DTYPES)
+    unsupported = [d for d in dtypes if d not in supported]
+    if unsupported:
+        raise UsageError(f"--dtype {','.join(unsupported)}: the {template} template's kernel is written for {', '.join(supported)} only; nothing was written")
+
+
 def _flag_tensor(text: str) -> dict[str, Any]:
     """``--input NAME`` or ``NAME:DTYPE`` (DTYPE "T" or nothing: the op's element type)."""
     name, _, dtype = text.partition(":")
@@ -227,6 +236,7 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     op_dtypes = list(dict.fromkeys(request.dtypes or meta.get("dtypes", ["f32"])))
     for d in op_dtypes:
         _choice(d, specmod.DTYPES, "dtype")
+    _check_template_dtypes(request.template, meta, op_dtypes)
     inputs, outputs, attrs = _signature(request, meta)
     for tensor in inputs + outputs:
         tensor.setdefault("dtype", op_dtypes if len(op_dtypes) > 1 else op_dtypes[0])
