@@ -1107,3 +1107,50 @@ def test_a_damaged_cache_file_costs_only_a_compile(in_tmp, damage):
     report = builder.run(request(source, symbols=["xk_add"]))
     assert report.code() == 0, report.to_json()
     assert builder.run(request(source, symbols=["xk_add"])).data["cached"] is True  # the cache is whole again
+
+
+# -- a compiler that a signal ended ------------------------------------------------------------------
+
+
+@needs_gxx
+def test_a_compiler_stopped_by_a_file_size_limit_is_named_by_its_signal(in_tmp):
+    """A compile killed by SIGXFSZ (a `ulimit -f`) was reported as a compile error: "Fix the lines shown"."""
+    import resource
+
+    write(in_tmp / "k.cc", CPU_SOURCE + "\nextern \"C\" const char xk_table[1 << 20] = {1};\n")  # an object file over the limit
+    done = subprocess.run(
+        [sys.executable, "-m", "xlacc", "build", "k.cc"], cwd=in_tmp, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO_DIR), "NO_COLOR": "1", "CXX": GXX},
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "was killed by SIGXFSZ (File size limit exceeded)" in done.stdout and "ulimit -f" in done.stdout, done.stdout
+    assert "Fix the lines shown" not in done.stdout and "compile-error" not in done.stdout
+
+
+@needs_gxx
+def test_a_compiler_killed_outright_is_named_by_its_signal(in_tmp, monkeypatch):
+    killed = write(in_tmp / "bin" / "g++", f'#!/bin/sh\n[ "$1" = --version ] && exec {GXX} --version\nkill -KILL $$\n')
+    killed.chmod(0o755)
+    monkeypatch.setenv("CXX", str(killed))
+    report = builder.run(request(write(in_tmp / "k.cc", CPU_SOURCE)))
+    detail = checks_by_name(report)["compile"].detail
+    assert report.code() == 1 and "g++ was killed by SIGKILL (Killed): out of memory" in detail, detail
+    assert "compile-error" not in codes(report)
+
+
+@pytest.mark.parametrize(
+    "kind, output, named",
+    [
+        ("nvcc", "nvcc error   : 'cicc' died due to signal 9 (Kill signal)\n", "cicc was killed by SIGKILL"),
+        ("nvcc", "nvcc error   : 'ptxas' died due to signal 25\n", "ptxas was killed by SIGXFSZ"),
+        ("g++", "g++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\n", "cc1plus was killed by SIGKILL"),
+        ("c++", "clang++: error: unable to execute command: Killed\n", "clang++ was killed by SIGKILL"),
+        ("c++", "clang++: error: clang frontend command failed due to signal (use -v to see invocation)\n", "clang++ was killed by a signal"),
+    ],
+)
+def test_each_compilers_words_for_a_killed_program_are_read(kind, output, named):
+    from xlacc.commands.doctor.rules import compiler
+
+    assert named in compiler.killed_by_signal(kind, 1, output)
+    assert compiler.killed_by_signal(kind, 1, "k.cc:3:1: error: expected ';'\n") is None

@@ -1005,6 +1005,9 @@ def _not_the_sources(plan: Plan, outcome: CompileOutcome, timeout: float) -> str
         return f"{compiler} did not finish in {timeout:g} s: xlacc stopped it and everything it started (--timeout SECONDS allows longer)"
     if outcome.not_a_library:
         return f"{plan.compiler.kind} failed: {outcome.not_a_library}"
+    killed = compiler_output.killed_by_signal(plan.compiler.kind, outcome.returncode, outcome.output)
+    if killed is not None:
+        return killed
     unwritable = WRITE_FAILURE.search(outcome.output)
     if unwritable is not None:
         return f"{plan.compiler.kind} could not write the library, not a compile error: {unwritable.group(0).strip()}"
