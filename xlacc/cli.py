@@ -252,8 +252,10 @@ def run_smoke(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the custom call in a child process: registration, lowering, numerics, vmap, grad, sharding, speed."""
+    from xlacc.commands.smoke import live as live_checks
     from xlacc.commands.smoke import run_smoke as smoke
 
+    live = None if as_json else live_checks.LiveChecks()  # each check as it finishes, then a summary
     request = smoke.SmokeRequest(
         project=project,
         framework=framework,
@@ -264,13 +266,14 @@ def run_smoke(
         timeout=timeout,
         bench=bench,
         devices=devices,
+        live=live,
     )
     report = smoke.run(request)
     if bench and framework in (None, "jax"):  # the short form of `xlacc bench`: the same code, at the largest size
         from xlacc.commands.bench import command as bench_command
 
         bench_command.extend_smoke(report, project, request.sizes, seed, timeout)
-    raise typer.Exit(emit(report, as_json))
+    raise typer.Exit(emit(report, as_json) if live is None else live_checks.finish(live, report))
 
 
 @command()

@@ -1154,3 +1154,16 @@ def test_each_compilers_words_for_a_killed_program_are_read(kind, output, named)
 
     assert named in compiler.killed_by_signal(kind, 1, output)
     assert compiler.killed_by_signal(kind, 1, "k.cc:3:1: error: expected ';'\n") is None
+
+
+def test_the_spinner_says_how_long_the_compile_has_run(monkeypatch):
+    from rich.console import Console
+
+    now = [100.0]
+    monkeypatch.setattr(builder.time, "monotonic", lambda: now[0])
+    text = builder.Elapsed("compiling k.cc with g++")
+    console = Console(force_terminal=False, width=80, record=True)
+    console.print(text)
+    now[0] += 12.4
+    console.print(text)  # what each refresh of the spinner prints
+    assert console.export_text().splitlines() == ["compiling k.cc with g++ (0 s)", "compiling k.cc with g++ (12 s)"]

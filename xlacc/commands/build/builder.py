@@ -990,8 +990,19 @@ def _progress(message: str, enabled: bool) -> Iterator[None]:
     if not enabled or not sys.stderr.isatty():
         yield
         return
-    with console(stderr=True).status(message):
+    with console(stderr=True).status(Elapsed(message)):
         yield
+
+
+class Elapsed:
+    """A spinner's text with the seconds since it started: rich renders it again on every refresh."""
+
+    def __init__(self, message: str):
+        self.message = message
+        self.started = time.monotonic()
+
+    def __rich__(self) -> str:
+        return f"{self.message} ({time.monotonic() - self.started:.0f} s)"
 
 
 # -- compiler messages --------------------------------------------------------------------------
