@@ -1167,3 +1167,30 @@ def test_the_spinner_says_how_long_the_compile_has_run(monkeypatch):
     now[0] += 12.4
     console.print(text)  # what each refresh of the spinner prints
     assert console.export_text().splitlines() == ["compiling k.cc with g++ (0 s)", "compiling k.cc with g++ (12 s)"]
+
+
+# -- paths in what a build prints ---------------------------------------------------------------------
+
+
+@needs_ffi_headers
+@pytest.mark.parametrize("where", ["above", "inside", "elsewhere"])
+def test_compiler_messages_name_files_as_every_other_line_does(tmp_path, monkeypatch, where):
+    """Compiler errors were relative to the project (`./kernel.cc:17:3`) while other lines were
+    relative to the current folder; `xlacc build demo_err` was headed with the op's name."""
+    from xlacc.commands.new import project as scaffold
+
+    root = tmp_path / "demo_err"
+    scaffold.create(scaffold.NewRequest(name="demo", template="add", platform="cpu", frameworks=["jax"], directory=root))
+    (root / "kernel.cc").write_text((root / "kernel.cc").read_text() + "\nthis is not C++;\n")
+    cwd, given, kernel = {
+        "above": (tmp_path, "demo_err", "demo_err/kernel.cc"),
+        "inside": (root / "demo", "..", str(root / "kernel.cc")),  # the kernel is above the current folder: absolute
+        "elsewhere": (tmp_path / "elsewhere", str(root), str(root / "kernel.cc")),
+    }[where]
+    cwd.mkdir(exist_ok=True)
+    monkeypatch.chdir(cwd)
+    report = builder.run(request(Path(given)))
+    said = "\n".join([report.title, *(c.detail for c in report.checks), *(f.evidence for f in report.findings)])
+    assert report.title == f"xlacc build {given}"
+    assert f"{kernel}:" in said and "./kernel.cc" not in said, said
+    assert re.search(rf"(?m)^{re.escape(kernel)}:\d+:\d+: error: ", "\n".join(f.evidence for f in report.findings)), said

@@ -179,8 +179,9 @@ def run(request: BuildRequest) -> Report:
     target = _request_target(request)
     options = Options(request.force, request.nvcc, request.ffi_include, request.verbose, request.show_progress, timeout)
     result = _build(target, options)
+    heading = str(request.paths[0]) if target.project is not None and request.paths else target.title  # the folder given
     return Report(
-        title=f"xlacc build {target.title}",
+        title=f"xlacc build {heading}",
         checks=result.checks,
         findings=result.findings,
         notes=result.notes,
@@ -937,7 +938,7 @@ def _compile(plan: Plan, options: Options) -> CompileOutcome:
             ended = process.run_in_session(
                 command, options.timeout, output, cwd=plan.target.root, exit_grace=COMPILER_EXIT_GRACE_S, term_grace=COMPILER_TERM_GRACE_S
             )
-        text = output.text().replace(str(temporary), paths.shown(library, plan.target.root))
+        text = paths.for_user_in(output.text().replace(str(temporary), str(library)), plan.target.root)
         problem = _not_a_library(temporary) if ended.returncode == 0 else None
         ok = ended.returncode == 0 and problem is None
         if ok:
