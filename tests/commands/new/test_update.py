@@ -172,13 +172,20 @@ def test_a_new_attribute_names_the_launch_the_user_must_change_and_what_changed(
 
     report = update.run(update.UpdateRequest(project))
     assert statuses(report)["kernel.cc"] == "up to date" and statuses(report)["op/_entry_points.cc"] == "updated"
-    expected = "op_launch<T>() in kernel.cc is called with (xlacc::Stream stream, const xlacc::Tensor& x, const xlacc::Tensor& y, const xlacc::Tensor& out, float alpha) now: change it to match"
-    assert expected in report.notes
+    line = next(n for n, text in enumerate((project / "kernel.cc").read_text().splitlines(), 1) if "op_launch(" in text)
+    expected = (
+        f"{project / 'kernel.cc'}:{line}: op_launch<T>() takes (xlacc::Stream, const xlacc::Tensor& x, const xlacc::Tensor& y, const xlacc::Tensor& out) "
+        "and is called with (xlacc::Stream stream, const xlacc::Tensor& x, const xlacc::Tensor& y, const xlacc::Tensor& out, float alpha) now: change it to match"
+    )
+    assert [c.detail for c in report.checks if c.name == "launch function" and c.ok is False] == [expected]
+    assert report.code() == 1  # it printed the new signature and exited 0: the change the user owes was easy to miss
     kernel_line = next(c for c in report.checks if c.name == "kernel.cc")
     assert kernel_line.ok is None and "its launch function no longer takes what the entry points pass" in kernel_line.detail
 
-    built = builder.build_spec(specmod.load(project))  # the user missed the note: the failed build says it
+    built = builder.build_spec(specmod.load(project))  # the user missed it: the failed build says it
     assert not built.ok and [c.detail for c in built.checks if c.name == "launch function"] == [expected]
+    compile_error = next(f for f in built.findings if f.code == "compile-error")
+    assert compile_error.evidence.startswith(expected) and "Fix the lines shown" not in compile_error.fix
 
 
 def test_deleted_files_the_user_removed_stay_deleted_and_xlaccs_come_back(project):
@@ -277,10 +284,11 @@ def test_tables_after_the_record_are_the_users_and_stay(project):
 
     report = update.run(update.UpdateRequest(project))
 
-    assert not report.failed
+    assert {c.name for c in report.checks if c.ok is False} == {"launch function"}  # the kernel's to change, by the user
     assert [a.name for a in specmod.load(project).attrs] == ["alpha"]
     assert "alpha" in (project / "op" / "jax.py").read_text()
-    assert update.run(update.UpdateRequest(project)).failed is False and "alpha" in spec_file.read_text()
+    again = update.run(update.UpdateRequest(project))
+    assert {c.name for c in again.checks if c.ok is False} == {"launch function"} and "alpha" in spec_file.read_text()
     assert "# alpha: the scale of y (my note)\n[[attrs]]" in spec_file.read_text()  # its comment too
 
 

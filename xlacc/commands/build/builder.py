@@ -13,6 +13,7 @@ everything it started, and only a bounded head and tail of its output is kept.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -208,6 +209,19 @@ def build_spec(
     """Build a project's library (unless the cache is fresh) and verify it."""
     options = Options(force, nvcc, ffi_include, verbose, show_progress, process.check_timeout(timeout))
     return _build(_spec_target(spec, archs=archs), options)
+
+
+def _pointed_at_the_kernel(findings: list[Finding], why: list[Check]) -> list[Finding]:
+    """A compile that failed because the user's launch function no longer takes what the entry
+    points pass: the compiler's errors are in xlacc's file, the change is due in the kernel's line."""
+    launches = [check.detail for check in why if check.name == "launch function"]
+    if not launches:
+        return findings
+    fix = "Change the launch function at the line named to take the parameters shown (the spec changed what xlacc's entry points pass it), then `xlacc build`."
+    return [
+        dataclasses.replace(f, evidence="\n".join([*launches, f.evidence]), fix=fix) if f.code == "compile-error" else f
+        for f in findings
+    ]
 
 
 def _why_it_failed(spec: Spec | None) -> list[Check]:
@@ -460,7 +474,8 @@ def _build_unlocked(target: Target, options: Options) -> BuildResult:
     checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
     if not step.ok:
         plan.cache.save()
-        return _result(plan, False, started, checks + _why_it_failed(target.project), findings, notes)
+        why = _why_it_failed(target.project)
+        return _result(plan, False, started, checks + why, _pointed_at_the_kernel(findings, why), notes)
     verify_checks, verify_findings = _verify(plan)
     plan.cache.save()
     library = Check("library", True, paths.shown(target.output, Path.cwd().resolve()))

@@ -88,7 +88,7 @@ def _run(request: UpdateRequest) -> Report:
     conflicts = [o for o in outcomes if o.status == "conflict"]
     if conflicts:
         report.findings.append(conflict_finding(conflicts))
-    report.notes += mismatches
+    report.checks += [Check("launch function", False, mismatch) for mismatch in mismatches]  # only the user can change it: exit 1
     if request.dry_run:
         report.notes += [diff for o in outcomes if (diff := unified_diff(directory, o))]
         report.notes.append("dry run: nothing was written")
