@@ -311,3 +311,18 @@ def test_a_dtype_the_templates_kernel_is_not_written_for_is_refused(tmp_path, te
 @pytest.mark.parametrize("template, dtype", [("rms-norm", "f64"), ("rms-norm", "f16"), ("add", "i32"), ("paged-attention", "bf16")])
 def test_a_dtype_the_templates_kernel_is_written_for_is_accepted(tmp_path, template, dtype):
     assert scaffold.create(request(tmp_path, template=template, dtypes=[dtype])).code() == 0
+
+
+@pytest.mark.parametrize("name, template, platform", [("a", "add", "cpu"), ("a_rather_long_op_name", "rms-norm", "cuda"), ("kv", "paged-kv-write", "cuda")])
+def test_the_comments_of_a_generated_spec_line_up_in_each_table(tmp_path, name, template, platform):
+    """`target = "demo"        # ...` and `platform = "cpu"        # ...` put their comments at different columns."""
+    scaffold.create(request(tmp_path, name=name, template=template, platform=platform))
+    columns: dict[str, set[int]] = {}
+    table = ""
+    for line in (tmp_path / name / "xlacc.toml").read_text().splitlines():
+        if line.startswith("["):
+            table = line.split("]")[0].strip("[")
+        code, hash_, _ = line.partition(" # ")
+        if hash_ and not line.startswith("#") and not line.startswith("[") and len(code.rstrip()) < 28:
+            columns.setdefault(table, set()).add(len(code) + 1)
+    assert columns and all(len(found) == 1 for found in columns.values()), columns
