@@ -10,6 +10,7 @@ by ``xlacc update``. Every file's text as written is recorded (``xlacc.commands.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -354,10 +355,34 @@ def _environment(root: str):
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
+        bytecode_cache=_bytecode_cache(jinja2),
     )
     env.filters["pyrepr"] = repr  # a Python literal: tuples of names, strings with their quotes
     env.filters["toml"] = toml_value
     return env
+
+
+def _bytecode_cache(jinja2):
+    """The templates compiled once per user, not on every `new` (most of its time): jinja's
+    bytecode in $XDG_CACHE_HOME/xlacc/jinja (~/.cache/...), keyed by each template's text. A
+    folder that cannot be made or written only costs the compile."""
+
+    class Tolerant(jinja2.FileSystemBytecodeCache):
+        def load_bytecode(self, bucket) -> None:
+            with contextlib.suppress(OSError, EOFError, ValueError):
+                super().load_bytecode(bucket)
+
+        def dump_bytecode(self, bucket) -> None:
+            with contextlib.suppress(OSError):
+                super().dump_bytecode(bucket)
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "xlacc", "jinja")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return Tolerant(folder) if os.access(folder, os.W_OK | os.X_OK) else None
 
 
 def toml_value(value: Any) -> str:
