@@ -327,3 +327,18 @@ def test_a_report_gives_its_json_as_text_and_as_a_dict():
     assert json.loads(report.to_json()) == report.to_dict() == {
         "checks": [{"name": "build", "ok": True, "detail": "up to date"}], "findings": [], "library": "libop.so", "exit_code": 0,
     }
+
+
+def test_every_file_a_readme_command_names_is_in_the_repository():
+    """`xlacc new seed_add --from minimal_xla_custom_call.cu` and `xlacc doctor --log run.log`
+    named files a reader of the README does not have."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^\$ (.+)$", readme, re.MULTILINE)
+    made = {words[2] for words in map(str.split, commands) if words[:2] == ["xlacc", "new"]}  # projects the tour makes
+    named = [
+        word for command in commands for word in command.split()[1:]
+        if not word.startswith("-") and re.search(r"\.(cu|cc|log|txt|py|toml)$", word)
+    ]
+    assert named, "the README names no file in a command: update this test"
+    missing = [word for word in named if word.split("/")[0] not in made and not (REPO / word).is_file()]
+    assert not missing, missing
