@@ -304,7 +304,7 @@ def test_a_compiler_that_leaves_a_server_holding_its_output_does_not_hang_the_bu
     started = time.monotonic()
     report = builder.run(request(source, symbols=["xk_add"]))
     assert report.code() == 0, report.to_json()
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20  # not the server's 30 s
     assert not alive(pid_file)  # stopped with the compiler's group
 
 
@@ -318,7 +318,7 @@ def test_a_compiler_that_never_ends_is_stopped_at_the_timeout(in_tmp, monkeypatc
     monkeypatch.setenv("CXX", str(compiler))
     started = time.monotonic()
     report = builder.run(request(source, force=True, timeout=1))
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20  # not the compiler's 30 s
     detail = checks_by_name(report)["compile"].detail
     assert report.code() == 1 and detail.startswith(f"g++ ({compiler}) did not finish in 1 s") and "--timeout" in detail, detail
     assert codes(report) == []  # the compiler rejected nothing
