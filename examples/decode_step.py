@@ -9,7 +9,8 @@ packages imported side by side.
     python examples/decode_step.py [--dir DIR] [--platform cuda|cpu] [--steps N]
 
 makes both projects in DIR with `xlacc new` (once), builds them with `xlacc build`, runs a few
-steps of a small model and checks every step against the same step in jax.numpy.
+steps of a small model and checks every step against the same step in jax.numpy. DIR defaults to
+build/examples/decode_step-PLATFORM in the checkout, a folder git ignores (/build/).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 ATTEND, WRITE = "paged_attend", "paged_write"  # the two projects' names
+OUTPUT_DIR = Path(__file__).resolve().parent.parent / "build" / "examples"  # ignored by git, not the current folder
 BLOCK_SIZE = 16
 
 
@@ -143,12 +145,18 @@ def _run_steps(directory: Path, steps: int, model: Model, dtype_name: str, seed:
     return differences
 
 
+def default_dir(platform: str) -> Path:
+    """Where the projects go without --dir: under the checkout's ignored build/, one folder per platform."""
+    return OUTPUT_DIR / f"decode_step-{platform}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dir", type=Path, default=Path("decode_step_projects"))
+    parser.add_argument("--dir", type=Path, default=None, help="where the two projects go (default: build/examples/decode_step-PLATFORM in the checkout)")
     parser.add_argument("--platform", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--steps", type=int, default=4)
     args = parser.parse_args(argv)
+    args.dir = args.dir or default_dir(args.platform)
     build_projects(args.dir, args.platform)
     differences = run_steps(args.dir.resolve(), args.steps, Model(), args.platform)
     for step, difference in enumerate(differences):

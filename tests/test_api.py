@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import subprocess
 import sys
 
 import pytest
+from locations import REPO_DIR
 
 import xlacc
 from xlacc import api
@@ -145,3 +147,20 @@ for call in (lambda: xlacc.load("."), lambda: xlacc.build("api_add")):
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     assert len(lines) == 2 and all("the current folder no longer exists" in line and "absolute path" in line for line in lines)
+
+
+def test_pip_install_of_a_broken_kernel_says_what_the_compiler_said_without_a_traceback(tmp_path):
+    """The build hook raised a RuntimeError: pip printed a Python traceback through the hook and no compiler line."""
+    pytest.importorskip("hatchling", reason="building a project's wheel needs hatchling")
+    root = tmp_path / "pip_broken"
+    scaffold.create(scaffold.NewRequest(name="pip_broken", template="add", platform="cpu", frameworks=["jax"], directory=root))
+    (root / "kernel.cc").write_text((root / "kernel.cc").read_text() + "\nthis is not C++;\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--target", str(tmp_path / "site"), str(root)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO_DIR)},
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "Traceback" not in said, said[-3000:]
+    assert f"error: xlacc build {root} failed: compile: g++ failed:" in said, said[-3000:]
+    assert "kernel.cc:" in said and "this is not C++" in said, said[-3000:]

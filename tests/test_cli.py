@@ -282,3 +282,63 @@ def test_pythoninspect_does_not_turn_an_answer_into_a_prompt(tmp_path):
     run = subprocess.run([sys.executable, "-m", "xlacc", "doctor", str(tmp_path)], capture_output=True, text=True, stdin=subprocess.DEVNULL,
                          timeout=60, env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONINSPECT": "1"})
     assert run.returncode == 0 and "SystemExit" not in run.stderr, run.stderr
+
+
+# -- help, completion, the list of templates --------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [[], ["build"], ["new"], ["doctor"]])
+def test_dash_h_is_the_help(command):
+    """`xlacc -h` was refused."""
+    short, long = xlacc(*command, "-h"), xlacc(*command, "--help")
+    assert short.returncode == long.returncode == 0, short.stderr
+    assert short.stdout == long.stdout and short.stdout.startswith("Usage: xlacc")
+
+
+def test_shell_completion_is_offered_and_completes_commands_and_flags():
+    """No shell completion: --install-completion and --show-completion are typer's."""
+    assert "--install-completion" in xlacc("--help").stdout
+    script = xlacc("--show-completion", "bash")
+    assert script.returncode == 0 and "_XLACC_COMPLETE=complete_bash" in script.stdout
+    commands = xlacc(env={"_XLACC_COMPLETE": "complete_bash", "COMP_WORDS": "xlacc run", "COMP_CWORD": "1"})
+    assert commands.stdout.split() == ["run-smoke"]
+    flags = xlacc(env={"_XLACC_COMPLETE": "complete_bash", "COMP_WORDS": "xlacc new --tem", "COMP_CWORD": "2"})
+    assert flags.stdout.split() == ["--template"]
+
+
+def test_new_list_names_each_template_with_what_it_is_for():
+    from xlacc.commands.new import project as scaffold
+
+    done = xlacc("new", "--list")
+    assert done.returncode == 0 and done.stderr == ""
+    lines = done.stdout.splitlines()
+    templates = scaffold.available_templates()
+    assert [line.split()[0] for line in lines] == list(templates)
+    for line, meta in zip(lines, templates.values()):
+        assert line.endswith("  " + meta["description"]) and len(meta["description"]) > 20
+
+
+def test_a_report_gives_its_json_as_text_and_as_a_dict():
+    """Report.to_json() returned a dict."""
+    from xlacc.ground.report import Check, Report
+
+    report = Report(title="t", checks=[Check("build", True, "up to date")], data={"library": "libop.so"})
+    assert isinstance(report.to_json(), str)
+    assert json.loads(report.to_json()) == report.to_dict() == {
+        "checks": [{"name": "build", "ok": True, "detail": "up to date"}], "findings": [], "library": "libop.so", "exit_code": 0,
+    }
+
+
+def test_every_file_a_readme_command_names_is_in_the_repository():
+    """`xlacc new seed_add --from minimal_xla_custom_call.cu` and `xlacc doctor --log run.log`
+    named files a reader of the README does not have."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^\$ (.+)$", readme, re.MULTILINE)
+    made = {words[2] for words in map(str.split, commands) if words[:2] == ["xlacc", "new"]}  # projects the tour makes
+    named = [
+        word for command in commands for word in command.split()[1:]
+        if not word.startswith("-") and re.search(r"\.(cu|cc|log|txt|py|toml)$", word)
+    ]
+    assert named, "the README names no file in a command: update this test"
+    missing = [word for word in named if word.split("/")[0] not in made and not (REPO / word).is_file()]
+    assert not missing, missing

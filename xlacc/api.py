@@ -5,7 +5,8 @@
     out = add_op.jax.add_op(x, y)
 
 ``build`` and ``doctor`` return the Report the command line renders (``report.failed``,
-``report.checks``, ``report.findings``, ``report.to_json()``).
+``report.checks``, ``report.findings``, ``report.to_dict()``, and ``report.to_json()``: the text
+``--json`` prints).
 """
 
 from __future__ import annotations

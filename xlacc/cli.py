@@ -69,7 +69,8 @@ app = typer.Typer(
     help="From a CUDA kernel to a working, fast XLA custom call for JAX and PyTorch (torchax, torch_xla).",
     epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion and --show-completion for bash, zsh, fish, PowerShell
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -129,6 +130,19 @@ def _integers(value: Optional[str], flag: str) -> Optional[list[int]]:
         raise UsageError(f"{flag} takes comma-separated whole numbers, such as 1,1000,16777216; got {value!r}") from None
 
 
+def _list_templates(value: bool) -> None:
+    """``xlacc new --list``: each template's name and what it is for (its template.toml's description)."""
+    if not value:
+        return
+    from xlacc.commands.new import project as scaffold  # lazy: only --list and `new` itself read the templates
+
+    templates = scaffold.available_templates()
+    width = max(map(len, templates))
+    for name, meta in templates.items():
+        print(f"{name:<{width}}  {meta.get('description', '')}")
+    raise typer.Exit(0)
+
+
 @command()
 def new(
     name: str = typer.Argument(..., metavar="NAME", help="The op's name: a C identifier."),
@@ -150,6 +164,7 @@ def new(
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be written; write nothing."),
     force: bool = typer.Option(False, "--force", help="Write into an existing non-empty directory; an edited file it replaces (your kernel too) is first kept under .xlacc/backup/ (`xlacc update` keeps edits)."),
     as_json: bool = JSON_OPTION,
+    list_templates: bool = typer.Option(False, "--list", callback=_list_templates, is_eager=True, help="List the templates, a line each, and exit."),
 ) -> None:
     """Write a new custom-call project from a template."""
     from xlacc.commands.new import project as scaffold
@@ -252,8 +267,10 @@ def run_smoke(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the custom call in a child process: registration, lowering, numerics, vmap, grad, sharding, speed."""
+    from xlacc.commands.smoke import live as live_checks
     from xlacc.commands.smoke import run_smoke as smoke
 
+    live = None if as_json else live_checks.LiveChecks()  # each check as it finishes, then a summary
     request = smoke.SmokeRequest(
         project=project,
         framework=framework,
@@ -264,13 +281,14 @@ def run_smoke(
         timeout=timeout,
         bench=bench,
         devices=devices,
+        live=live,
     )
     report = smoke.run(request)
     if bench and framework in (None, "jax"):  # the short form of `xlacc bench`: the same code, at the largest size
         from xlacc.commands.bench import command as bench_command
 
         bench_command.extend_smoke(report, project, request.sizes, seed, timeout)
-    raise typer.Exit(emit(report, as_json))
+    raise typer.Exit(emit(report, as_json) if live is None else live_checks.finish(live, report))
 
 
 @command()

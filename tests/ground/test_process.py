@@ -49,7 +49,7 @@ def test_a_timeout_gives_the_group_sigterm_first_only_with_a_grace(tmp_path):
     for grace, expected in ((2.0, True), (0.0, False)):
         marker = tmp_path / f"cleaned-{grace}"
         ended = run_in_session([*python(TRAPS_SIGTERM), str(marker)], 1.0, Chunks(), exit_grace=0.5, term_grace=grace)
-        assert ended.returncode is None and 1.0 <= ended.seconds < 5
+        assert ended.returncode is None and 1.0 <= ended.seconds < 30  # not the command's 60 s
         assert marker.exists() is expected, grace
 
 
@@ -59,7 +59,7 @@ def test_descendants_that_left_the_group_are_stopped_with_it(tmp_path):
     pids = tmp_path / "pids"
     command = f"setsid sleep 61 & echo $! >> {pids}; setsid sh -c 'sleep 62 & echo $! >> {pids}; sleep 63' & echo done"
     ended = run_in_session(["sh", "-c", command], 30, Chunks(), exit_grace=0.5)
-    assert ended.returncode == 0 and ended.seconds < 10
+    assert ended.returncode == 0 and ended.seconds < 30  # not the sleeps' minute
     started = [int(pid) for pid in pids.read_text().split()]
     assert len(started) == 2 and not any(running(pid) for pid in started)
 

@@ -319,7 +319,7 @@ def test_a_tool_that_hangs_is_stopped_with_its_children_and_said_to_hang(bare_en
             assert elf._ldconfig_names() == frozenset()
         finally:
             elf._ldconfig_names.cache_clear()
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 15  # not the 30 s its leftover process sleeps
     assert not alive(pid_file)
 
 
@@ -328,7 +328,7 @@ def test_a_version_wrapper_that_leaves_a_process_behind_answers_at_once(bare_env
     nvcc = fake_tool(tmp_path, "nvcc", f'echo "Cuda compilation tools, release 13.0, V13.0.88"\n{SLEEP} 30 &\necho $! > {pid_file}')
     started = time.monotonic()
     assert toolchain.find_nvcc(nvcc).version == "13.0.88"
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 15  # not the 30 s its leftover process sleeps
     assert not alive(pid_file)
 
 

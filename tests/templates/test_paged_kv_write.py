@@ -161,3 +161,17 @@ def test_the_decode_step_example_matches_jax_numpy_and_copies_no_cache(tmp_path)
     cache_dims = ",".join(map(str, batch.caches[0][0].shape))
     assert compiled.count("output_to_operand_aliasing") == model.layers
     assert not [line for line in compiled.splitlines() if " copy(" in line and f"[{cache_dims}]" in line]
+
+
+def test_the_decode_step_example_writes_its_projects_where_git_ignores_them():
+    """It left decode_step_projects/ in the checkout (or wherever it was run)."""
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        example = importlib.import_module("decode_step")
+    finally:
+        sys.path.pop(0)
+    for platform in ("cpu", "cuda"):
+        folder = example.default_dir(platform)
+        assert folder.is_absolute() and REPO in folder.parents
+        ignored = subprocess.run(["git", "check-ignore", "-q", str(folder / "paged_attend" / "xlacc.toml")], cwd=REPO, timeout=30)
+        assert ignored.returncode == 0, f"{folder} is not ignored by git"

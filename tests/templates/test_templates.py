@@ -48,6 +48,9 @@ BLANK_SIGNATURE = {
     "attrs": ["scale:f32", "n:i32=3"],
 }
 SUBPROCESS_TIMEOUT = 300
+# A hang guard for one compile, wide: ragged-paged-attention's nvcc compile ran past 300 s on a
+# 2-core machine beside two busy processes and the suite's three workers.
+COMPILE_TIMEOUT = 1200
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,7 @@ def _create_and_compile(combo: Combo, base: Path, include: Path) -> Project:
     spec = specmod.load(directory)
     spec.library.parent.mkdir(parents=True, exist_ok=True)
     command = _compile_command(combo.platform, include, spec.source_paths[0], spec.library)
-    result = subprocess.run(command, capture_output=True, text=True, cwd=directory, timeout=SUBPROCESS_TIMEOUT)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=directory, timeout=COMPILE_TIMEOUT)
     error = None if result.returncode == 0 else _compiler_errors(result.stderr)
     return Project(combo, spec, error)
 

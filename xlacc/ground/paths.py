@@ -79,6 +79,36 @@ def shown(path: Path, root: Path) -> str:
         return str(path)
 
 
+def for_user(path: Path) -> str:
+    """A path in xlacc's output: relative to the current folder when inside it, absolute otherwise
+    (and absolute where the current folder is gone)."""
+    path = Path(os.path.abspath(path))
+    try:
+        here = Path.cwd()
+    except OSError:
+        return str(path)
+    return str(path.relative_to(here)) if is_inside(path, here) else str(path)
+
+
+# A source or header named in a compiler's message: `./kernel.cc:17:3:`, `kernel.cu(3):`,
+# `In file included from demo/_entry_points.cc:5`, or an absolute path.
+SOURCE_IN_MESSAGE = re.compile(r"(?<![\w/.+-])((?:/|\./)?[\w+-][\w./+-]*\.(?:cu|cuh|cc|cpp|cxx|c|h|hh|hpp|hxx|inc|inl))(?=[:(,]|$)", re.MULTILINE)
+
+
+def for_user_in(text: str, root: Path) -> str:
+    """A compiler's output, run in ``root``, with each file it names as :func:`for_user` shows it."""
+    known: dict[str, str] = {}
+
+    def rewrite(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in known:
+            path = Path(name) if name.startswith("/") else root / name
+            known[name] = for_user(path) if path.is_file() else name
+        return known[name]
+
+    return SOURCE_IN_MESSAGE.sub(rewrite, text)
+
+
 def is_inside(path: Path, root: Path) -> bool:
     """Whether the resolved ``path`` is ``root`` or below it (both already resolved)."""
     return path == root or root in path.parents

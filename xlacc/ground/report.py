@@ -75,7 +75,8 @@ class Report:
             return self.exit_code
         return EXIT_PROBLEM if self.failed else EXIT_OK
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
+        """What ``--json`` prints, as Python objects."""
         out: dict[str, Any] = {
             "checks": [c.to_json() for c in self.checks],
             "findings": [f.to_json() for f in rank(self.findings)],
@@ -83,6 +84,10 @@ class Report:
         out.update(self.data)
         out["exit_code"] = self.code()
         return out
+
+    def to_json(self) -> str:
+        """What ``--json`` prints: one JSON object."""
+        return json.dumps(self.to_dict(), indent=2, default=str)
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
@@ -176,7 +181,7 @@ def render_text(report: Report) -> None:
 def emit(report: Report, as_json: bool) -> int:
     """Print the report and return its exit code."""
     if as_json:
-        sys.stdout.write(json.dumps(report.to_json(), indent=2, default=str) + "\n")
+        sys.stdout.write(report.to_json() + "\n")
     else:
         render_text(report)
     return report.code()

@@ -15,8 +15,10 @@ CXX_SCOPE_TOKEN = re.compile(r"(?P<open>[{(\[])|(?P<close>[})\]])|(?<![\w.>:])(?
 
 
 def cxx_code(text: str) -> str:
-    """C++ without comments, literals and #include lines, whose words are not identifiers."""
-    return re.sub(r"^\s*#\s*include[^\n]*", " ", CXX_NOISE.sub(" ", text), flags=re.MULTILINE)
+    """C++ without comments, literals and #include lines, whose words are not identifiers (each
+    line where it was)."""
+    without_noise = CXX_NOISE.sub(lambda m: "\n" * m.group(0).count("\n") or " ", text)  # lines keep their numbers
+    return re.sub(r"^[ \t]*#[ \t]*include[^\n]*", " ", without_noise, flags=re.MULTILINE)
 
 
 def cxx_names_used(code: str) -> set[str]:

@@ -32,14 +32,22 @@ def launch_mismatches(spec: Spec, kernel: str) -> list[str]:
     change it to match. None for a wrapped kernel, whose launch code xlacc writes."""
     if spec.origin is not None:
         return []
-    code = DISABLED_CODE.sub(" ", cxx_code(kernel))  # a signature in a comment or under #if 0 is none
+    code = DISABLED_CODE.sub(_lines_kept, cxx_code(kernel))  # a signature in a comment or under #if 0 is none
+    kernel_file = paths.for_user(spec.root / spec.kernel_file)
     found = []
     for call in spec.calls:
         wanted = call.launch_parameters
-        declared = [m[1] for m in re.finditer(rf"\b{call.launch}\s*\(([^()]*)\)", code)]
-        if declared and not any(_takes(parameters, len(wanted.split(","))) for parameters in declared):
-            found.append(f"{call.launch}<T>() in {spec.kernel_file} is called with ({wanted}) now: change it to match")
+        declared = list(re.finditer(rf"\b{call.launch}\s*\(([^()]*)\)", code))
+        if declared and not any(_takes(m[1], len(wanted.split(","))) for m in declared):
+            line = code.count("\n", 0, declared[0].start()) + 1
+            takes = " ".join(declared[0][1].split())
+            found.append(f"{kernel_file}:{line}: {call.launch}<T>() takes ({takes}) and is called with ({wanted}) now: change it to match")
     return found
+
+
+def _lines_kept(match: re.Match) -> str:
+    """Text left out, as the newlines it held: the lines after it keep their numbers."""
+    return "\n" * match.group(0).count("\n") or " "
 
 def kernel_launch_mismatches(spec: Spec) -> list[str]:
     """:func:`launch_mismatches` of the kernel file as it is now (none where it cannot be read)."""

@@ -304,7 +304,7 @@ def test_a_compiler_that_leaves_a_server_holding_its_output_does_not_hang_the_bu
     started = time.monotonic()
     report = builder.run(request(source, symbols=["xk_add"]))
     assert report.code() == 0, report.to_json()
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20  # not the server's 30 s
     assert not alive(pid_file)  # stopped with the compiler's group
 
 
@@ -318,7 +318,7 @@ def test_a_compiler_that_never_ends_is_stopped_at_the_timeout(in_tmp, monkeypatc
     monkeypatch.setenv("CXX", str(compiler))
     started = time.monotonic()
     report = builder.run(request(source, force=True, timeout=1))
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20  # not the compiler's 30 s
     detail = checks_by_name(report)["compile"].detail
     assert report.code() == 1 and detail.startswith(f"g++ ({compiler}) did not finish in 1 s") and "--timeout" in detail, detail
     assert codes(report) == []  # the compiler rejected nothing
@@ -1076,3 +1076,121 @@ def test_a_template_launched_from_another_file_is_diagnosed(in_tmp):
     assert "-static-global-template-stub=false" in stub.fix
     fixed = builder.run(request(in_tmp / "kern.cu", launch, archs="sm_90", flags=["-static-global-template-stub=false"], symbols=["run"]))
     assert fixed.code() == 0, fixed.to_json()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda cache: cache.update(libraries=[]),
+        lambda cache: cache.update(libraries="libk.so"),
+        lambda cache: cache.update(compilers="g++"),
+        lambda cache: cache.update(compilers=[["g++", "12"]]),
+        lambda cache: cache["libraries"].update({name: [entry] for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["libraries"].update({name: {**entry, "stamp": "now"} for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["libraries"].update({name: {**entry, "key": 7} for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["libraries"].update({name: {**entry, "verified": {"question": entry["verified"]["question"], "checks": [["x"]]}} for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["libraries"].update({name: {**entry, "verified": []} for name, entry in cache["libraries"].items()}),
+        lambda cache: cache["compilers"].update({name: {"stamp": entry["stamp"], "version": 13} for name, entry in cache["compilers"].items()}),
+        lambda cache: cache["compilers"].update({name: "12.2" for name in cache["compilers"]}),
+    ],
+    ids=["libraries-list", "libraries-string", "compilers-string", "compilers-list", "entry-list", "stamp-string", "key-int", "checks-short", "verified-list", "version-int", "compiler-string"],
+)
+def test_a_damaged_cache_file_costs_only_a_compile(in_tmp, damage):
+    """A `libraries` entry of the wrong type, a list, a string `compilers`... ended the build with
+    an internal error (exit 70)."""
+    source = write(in_tmp / "k.cc", CPU_SOURCE)
+    assert builder.run(request(source, symbols=["xk_add"])).code() == 0
+    cache_file = in_tmp / "build" / builder.CACHE_FILE
+    cache = json.loads(cache_file.read_text())
+    damage(cache)
+    cache_file.write_text(json.dumps(cache))
+    report = builder.run(request(source, symbols=["xk_add"]))
+    assert report.code() == 0, report.to_json()
+    assert builder.run(request(source, symbols=["xk_add"])).data["cached"] is True  # the cache is whole again
+
+
+# -- a compiler that a signal ended ------------------------------------------------------------------
+
+
+@needs_gxx
+def test_a_compiler_stopped_by_a_file_size_limit_is_named_by_its_signal(in_tmp):
+    """A compile killed by SIGXFSZ (a `ulimit -f`) was reported as a compile error: "Fix the lines shown"."""
+    import resource
+
+    write(in_tmp / "k.cc", CPU_SOURCE + "\nextern \"C\" const char xk_table[1 << 20] = {1};\n")  # an object file over the limit
+    done = subprocess.run(
+        [sys.executable, "-m", "xlacc", "build", "k.cc"], cwd=in_tmp, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO_DIR), "NO_COLOR": "1", "CXX": GXX},
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "was killed by SIGXFSZ (File size limit exceeded)" in done.stdout and "ulimit -f" in done.stdout, done.stdout
+    assert "Fix the lines shown" not in done.stdout and "compile-error" not in done.stdout
+
+
+@needs_gxx
+def test_a_compiler_killed_outright_is_named_by_its_signal(in_tmp, monkeypatch):
+    killed = write(in_tmp / "bin" / "g++", f'#!/bin/sh\n[ "$1" = --version ] && exec {GXX} --version\nkill -KILL $$\n')
+    killed.chmod(0o755)
+    monkeypatch.setenv("CXX", str(killed))
+    report = builder.run(request(write(in_tmp / "k.cc", CPU_SOURCE)))
+    detail = checks_by_name(report)["compile"].detail
+    assert report.code() == 1 and "g++ was killed by SIGKILL (Killed): out of memory" in detail, detail
+    assert "compile-error" not in codes(report)
+
+
+@pytest.mark.parametrize(
+    "kind, output, named",
+    [
+        ("nvcc", "nvcc error   : 'cicc' died due to signal 9 (Kill signal)\n", "cicc was killed by SIGKILL"),
+        ("nvcc", "nvcc error   : 'ptxas' died due to signal 25\n", "ptxas was killed by SIGXFSZ"),
+        ("g++", "g++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\n", "cc1plus was killed by SIGKILL"),
+        ("c++", "clang++: error: unable to execute command: Killed\n", "clang++ was killed by SIGKILL"),
+        ("c++", "clang++: error: clang frontend command failed due to signal (use -v to see invocation)\n", "clang++ was killed by a signal"),
+    ],
+)
+def test_each_compilers_words_for_a_killed_program_are_read(kind, output, named):
+    from xlacc.commands.doctor.rules import compiler
+
+    assert named in compiler.killed_by_signal(kind, 1, output)
+    assert compiler.killed_by_signal(kind, 1, "k.cc:3:1: error: expected ';'\n") is None
+
+
+def test_the_spinner_says_how_long_the_compile_has_run(monkeypatch):
+    from rich.console import Console
+
+    now = [100.0]
+    monkeypatch.setattr(builder.time, "monotonic", lambda: now[0])
+    text = builder.Elapsed("compiling k.cc with g++")
+    console = Console(force_terminal=False, width=80, record=True)
+    console.print(text)
+    now[0] += 12.4
+    console.print(text)  # what each refresh of the spinner prints
+    assert console.export_text().splitlines() == ["compiling k.cc with g++ (0 s)", "compiling k.cc with g++ (12 s)"]
+
+
+# -- paths in what a build prints ---------------------------------------------------------------------
+
+
+@needs_ffi_headers
+@pytest.mark.parametrize("where", ["above", "inside", "elsewhere"])
+def test_compiler_messages_name_files_as_every_other_line_does(tmp_path, monkeypatch, where):
+    """Compiler errors were relative to the project (`./kernel.cc:17:3`) while other lines were
+    relative to the current folder; `xlacc build demo_err` was headed with the op's name."""
+    from xlacc.commands.new import project as scaffold
+
+    root = tmp_path / "demo_err"
+    scaffold.create(scaffold.NewRequest(name="demo", template="add", platform="cpu", frameworks=["jax"], directory=root))
+    (root / "kernel.cc").write_text((root / "kernel.cc").read_text() + "\nthis is not C++;\n")
+    cwd, given, kernel = {
+        "above": (tmp_path, "demo_err", "demo_err/kernel.cc"),
+        "inside": (root / "demo", "..", str(root / "kernel.cc")),  # the kernel is above the current folder: absolute
+        "elsewhere": (tmp_path / "elsewhere", str(root), str(root / "kernel.cc")),
+    }[where]
+    cwd.mkdir(exist_ok=True)
+    monkeypatch.chdir(cwd)
+    report = builder.run(request(Path(given)))
+    said = "\n".join([report.title, *(c.detail for c in report.checks), *(f.evidence for f in report.findings)])
+    assert report.title == f"xlacc build {given}"
+    assert f"{kernel}:" in said and "./kernel.cc" not in said, said
+    assert re.search(rf"(?m)^{re.escape(kernel)}:\d+:\d+: error: ", "\n".join(f.evidence for f in report.findings)), said

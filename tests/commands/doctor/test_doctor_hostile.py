@@ -484,3 +484,27 @@ def test_an_error_after_a_progress_bar_on_the_same_line_is_found(tmp_path):
 
 def test_a_one_line_log_says_1_line():
     assert counted(1, "line") == "1 line" and counted(2, "line") == "2 lines" and counted(3, "library", "libraries") == "3 libraries"
+
+
+def _doctor_cpu_seconds(project: Path, comment_lines: int) -> float:
+    """CPU time of doctor on a project whose kernel ends in a comment of ``comment_lines`` lines."""
+    from xlacc import api
+    from xlacc.commands.new import project as scaffold
+
+    shutil.rmtree(project, ignore_errors=True)
+    scaffold.create(scaffold.NewRequest(name="big", platform="cpu", frameworks=["jax"], directory=project))
+    kernel = project / "kernel.cc"
+    kernel.write_text(kernel.read_text() + "".join(f"// note {i} on the kernel above\n" for i in range(comment_lines)))
+    started = time.process_time()
+    api.doctor(project)
+    return time.process_time() - started
+
+
+def test_a_kernel_ending_in_a_long_comment_is_read_in_linear_time(tmp_path):
+    """A kernel with a 51 MB comment block kept doctor busy over 2 minutes (the pass that drops
+    #include lines scanned the blanked comment from every line start): 4x the lines costs at most
+    5x the CPU time."""
+    _doctor_cpu_seconds(tmp_path / "big", 1_000)  # warm
+    small = min(_doctor_cpu_seconds(tmp_path / "big", 10_000) for _ in range(2))
+    large = min(_doctor_cpu_seconds(tmp_path / "big", 40_000) for _ in range(2))
+    assert large < 5 * small + 0.05, f"10k lines {small:.3f} s, 40k {large:.3f} s"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 from needs import needs_ffi_headers
@@ -169,13 +170,20 @@ def test_a_new_attribute_names_the_launch_the_user_must_change_and_what_changed(
 
     report = update.run(update.UpdateRequest(project))
     assert statuses(report)["kernel.cc"] == "up to date" and statuses(report)["op/_entry_points.cc"] == "updated"
-    expected = "op_launch<T>() in kernel.cc is called with (xlacc::Stream stream, const xlacc::Tensor& x, const xlacc::Tensor& y, const xlacc::Tensor& out, float alpha) now: change it to match"
-    assert expected in report.notes
+    line = next(n for n, text in enumerate((project / "kernel.cc").read_text().splitlines(), 1) if "op_launch(" in text)
+    expected = (
+        f"{project / 'kernel.cc'}:{line}: op_launch<T>() takes (xlacc::Stream, const xlacc::Tensor& x, const xlacc::Tensor& y, const xlacc::Tensor& out) "
+        "and is called with (xlacc::Stream stream, const xlacc::Tensor& x, const xlacc::Tensor& y, const xlacc::Tensor& out, float alpha) now: change it to match"
+    )
+    assert [c.detail for c in report.checks if c.name == "launch function" and c.ok is False] == [expected]
+    assert report.code() == 1  # it printed the new signature and exited 0: the change the user owes was easy to miss
     kernel_line = next(c for c in report.checks if c.name == "kernel.cc")
     assert kernel_line.ok is None and "its launch function no longer takes what the entry points pass" in kernel_line.detail
 
-    built = builder.build_spec(specmod.load(project))  # the user missed the note: the failed build says it
+    built = builder.build_spec(specmod.load(project))  # the user missed it: the failed build says it
     assert not built.ok and [c.detail for c in built.checks if c.name == "launch function"] == [expected]
+    compile_error = next(f for f in built.findings if f.code == "compile-error")
+    assert compile_error.evidence.startswith(expected) and "Fix the lines shown" not in compile_error.fix
 
 
 def test_deleted_files_the_user_removed_stay_deleted_and_xlaccs_come_back(project):
@@ -290,3 +298,24 @@ def test_an_edited_file_a_rename_leaves_behind_is_kept_and_said_to_be_unused(pro
     check = next(c for c in report.checks if c.name == "op/reference.py")
     assert statuses(report)["op/reference.py"] == "left behind" and check.ok is None and "nothing uses it now" in check.detail
     assert "# mine" in (project / "op" / "reference.py").read_text() and (project / "renamed" / "reference.py").is_file()
+
+
+def _update_cpu_seconds(project, comment_lines: int) -> float:
+    """CPU time of `xlacc update` after a spec change, on a kernel ending in a long comment."""
+    shutil.rmtree(project, ignore_errors=True)
+    scaffold.create(NewRequest(name="op", template="add", platform="cpu", frameworks=["jax"], directory=project))
+    kernel = project / "kernel.cc"
+    kernel.write_text(kernel.read_text() + "".join(f"// note {i} on the kernel above\n" for i in range(comment_lines)))
+    edit(project / "xlacc.toml", 'grads = ["x", "y"]', 'grads = ["x"]')
+    started = time.process_time()
+    update.run(update.UpdateRequest(project))
+    return time.process_time() - started
+
+
+def test_update_of_a_kernel_ending_in_a_long_comment_takes_linear_time(tmp_path):
+    """An 80,000-line comment made `xlacc update` take 18 s (the pass dropping #include lines
+    scanned the blanked comment from every line start): 4x the lines costs at most 5x the CPU time."""
+    _update_cpu_seconds(tmp_path / "op", 1_000)  # warm
+    small = min(_update_cpu_seconds(tmp_path / "op", 10_000) for _ in range(2))
+    large = min(_update_cpu_seconds(tmp_path / "op", 40_000) for _ in range(2))
+    assert large < 5 * small + 0.05, f"10k lines {small:.3f} s, 40k {large:.3f} s"

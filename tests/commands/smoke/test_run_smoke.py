@@ -458,9 +458,9 @@ def test_a_thread_the_reference_leaves_running_does_not_hold_run_smoke(tmp_path)
     project = new_project(tmp_path, "add_ffi")
     append(project / project.name / "reference.py", "import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()")
     started = time.perf_counter()
-    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1", "--timeout", "60")
+    code, payload, _ = run_smoke(project, "--framework", "jax", "--sizes", "1", "--timeout", "300", timeout=400)
     assert code == EXIT_OK, payload
-    assert time.perf_counter() - started < 40
+    assert time.perf_counter() - started < 200  # not --timeout's 300 s
 
 
 def test_a_library_built_before_runs_where_no_compiler_is(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ everything it started, and only a bounded head and tail of its output is kept.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -25,13 +26,13 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from xlacc.commands.doctor.rules import compiler as compiler_output
 from xlacc.commands.build.output import library_output
 from xlacc.commands.build import record as build_record
 from xlacc.commands.new import record as generated
-from xlacc.ground import paths, process, resources, toolchain
+from xlacc.ground import locks, paths, process, resources, toolchain
 from xlacc import spec as spec_mod
 from xlacc.ground.catalogue import make as make_finding
 from xlacc.ground.errors import UsageError
@@ -179,8 +180,9 @@ def run(request: BuildRequest) -> Report:
     target = _request_target(request)
     options = Options(request.force, request.nvcc, request.ffi_include, request.verbose, request.show_progress, timeout)
     result = _build(target, options)
+    heading = str(request.paths[0]) if target.project is not None and request.paths else target.title  # the folder given
     return Report(
-        title=f"xlacc build {target.title}",
+        title=f"xlacc build {heading}",
         checks=result.checks,
         findings=result.findings,
         notes=result.notes,
@@ -207,6 +209,19 @@ def build_spec(
     """Build a project's library (unless the cache is fresh) and verify it."""
     options = Options(force, nvcc, ffi_include, verbose, show_progress, process.check_timeout(timeout))
     return _build(_spec_target(spec, archs=archs), options)
+
+
+def _pointed_at_the_kernel(findings: list[Finding], why: list[Check]) -> list[Finding]:
+    """A compile that failed because the user's launch function no longer takes what the entry
+    points pass: the compiler's errors are in xlacc's file, the change is due in the kernel's line."""
+    launches = [check.detail for check in why if check.name == "launch function"]
+    if not launches:
+        return findings
+    fix = "Change the launch function at the line named to take the parameters shown (the spec changed what xlacc's entry points pass it), then `xlacc build`."
+    return [
+        dataclasses.replace(f, evidence="\n".join([*launches, f.evidence]), fix=fix) if f.code == "compile-error" else f
+        for f in findings
+    ]
 
 
 def _why_it_failed(spec: Spec | None) -> list[Check]:
@@ -424,6 +439,13 @@ def _files_platform(files: list[Path], requested: str | None) -> str:
 
 
 def _build(target: Target, options: Options) -> BuildResult:
+    if target.project is None:  # kernel files built with flags: no project to guard
+        return _build_unlocked(target, options)
+    with locks.project_lock(target.root, "build"):
+        return _build_unlocked(target, options)
+
+
+def _build_unlocked(target: Target, options: Options) -> BuildResult:
     started = time.perf_counter()
     if target.signature_changes:
         return _stale_result(target, started)
@@ -452,7 +474,8 @@ def _build(target: Target, options: Options) -> BuildResult:
     checks, findings, notes = plan.checks + step.checks, step.findings, notes + step.notes
     if not step.ok:
         plan.cache.save()
-        return _result(plan, False, started, checks + _why_it_failed(target.project), findings, notes)
+        why = _why_it_failed(target.project)
+        return _result(plan, False, started, checks + why, _pointed_at_the_kernel(findings, why), notes)
     verify_checks, verify_findings = _verify(plan)
     plan.cache.save()
     library = Check("library", True, paths.shown(target.output, Path.cwd().resolve()))
@@ -704,7 +727,7 @@ class BuildCache:
             return cls(path)
         if not isinstance(raw, dict) or raw.get("format") != CACHE_FORMAT:
             return cls(path)
-        cache = cls(path, dict(raw.get("libraries") or {}), dict(raw.get("compilers") or {}))
+        cache = cls(path, _well_formed(raw.get("libraries"), _library_entry), _well_formed(raw.get("compilers"), _compiler_entry))
         cache._loaded = cache._serialize()
         return cache
 
@@ -766,6 +789,33 @@ class BuildCache:
                 temporary.unlink(missing_ok=True)
             return
         self._loaded = text
+
+
+def _well_formed(table: Any, valid: Callable[[dict], bool]) -> dict[str, dict]:
+    """A cache table's entries of the shape xlacc writes; any other (a list, a string, a damaged
+    entry: a file edited by hand or cut short) is left out, and costs only a compile."""
+    if not isinstance(table, dict):
+        return {}
+    return {name: entry for name, entry in table.items() if isinstance(entry, dict) and valid(entry)}
+
+
+def _is_stamp(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in value)
+
+
+def _library_entry(entry: dict) -> bool:
+    verified = entry.get("verified", {"question": None, "checks": []})
+    checks = verified.get("checks") if isinstance(verified, dict) else None
+    return (
+        isinstance(entry.get("key"), str)
+        and _is_stamp(entry.get("stamp"))
+        and isinstance(checks, list)
+        and all(isinstance(c, list) and len(c) == 3 and isinstance(c[0], str) and c[1] in (True, False, None) and isinstance(c[2], str) for c in checks)
+    )
+
+
+def _compiler_entry(entry: dict) -> bool:
+    return _is_stamp(entry.get("stamp")) and isinstance(entry.get("version"), str)
 
 
 @dataclass(frozen=True)
@@ -903,7 +953,7 @@ def _compile(plan: Plan, options: Options) -> CompileOutcome:
             ended = process.run_in_session(
                 command, options.timeout, output, cwd=plan.target.root, exit_grace=COMPILER_EXIT_GRACE_S, term_grace=COMPILER_TERM_GRACE_S
             )
-        text = output.text().replace(str(temporary), paths.shown(library, plan.target.root))
+        text = paths.for_user_in(output.text().replace(str(temporary), str(library)), plan.target.root)
         problem = _not_a_library(temporary) if ended.returncode == 0 else None
         ok = ended.returncode == 0 and problem is None
         if ok:
@@ -956,8 +1006,19 @@ def _progress(message: str, enabled: bool) -> Iterator[None]:
     if not enabled or not sys.stderr.isatty():
         yield
         return
-    with console(stderr=True).status(message):
+    with console(stderr=True).status(Elapsed(message)):
         yield
+
+
+class Elapsed:
+    """A spinner's text with the seconds since it started: rich renders it again on every refresh."""
+
+    def __init__(self, message: str):
+        self.message = message
+        self.started = time.monotonic()
+
+    def __rich__(self) -> str:
+        return f"{self.message} ({time.monotonic() - self.started:.0f} s)"
 
 
 # -- compiler messages --------------------------------------------------------------------------
@@ -971,6 +1032,9 @@ def _not_the_sources(plan: Plan, outcome: CompileOutcome, timeout: float) -> str
         return f"{compiler} did not finish in {timeout:g} s: xlacc stopped it and everything it started (--timeout SECONDS allows longer)"
     if outcome.not_a_library:
         return f"{plan.compiler.kind} failed: {outcome.not_a_library}"
+    killed = compiler_output.killed_by_signal(plan.compiler.kind, outcome.returncode, outcome.output)
+    if killed is not None:
+        return killed
     unwritable = WRITE_FAILURE.search(outcome.output)
     if unwritable is not None:
         return f"{plan.compiler.kind} could not write the library, not a compile error: {unwritable.group(0).strip()}"

@@ -10,6 +10,7 @@ by ``xlacc update``. Every file's text as written is recorded (``xlacc.commands.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -22,7 +23,7 @@ from typing import Any, Callable
 from xlacc import spec as specmod
 from xlacc.commands.new import record as generated
 from xlacc.commands.new import transform_plan as transforms
-from xlacc.ground import paths, resources
+from xlacc.ground import locks, paths, resources
 from xlacc.ground.errors import SpecError, UsageError
 from xlacc.ground.report import Check, Report
 from xlacc.ground.wording import counted
@@ -166,6 +167,15 @@ def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
     return value
 
 
+def _check_template_dtypes(template: str, meta: dict[str, Any], dtypes: list[str]) -> None:
+    """A template's kernel is written for some element types (``supported_dtypes`` in its
+    template.toml; all where it names none): any other would give a project that cannot build."""
+    supported = meta.get("supported_dtypes", specmod.DTYPES)
+    unsupported = [d for d in dtypes if d not in supported]
+    if unsupported:
+        raise UsageError(f"--dtype {','.join(unsupported)}: the {template} template's kernel is written for {', '.join(supported)} only; nothing was written")
+
+
 def _flag_tensor(text: str) -> dict[str, Any]:
     """``--input NAME`` or ``NAME:DTYPE`` (DTYPE "T" or nothing: the op's element type)."""
     name, _, dtype = text.partition(":")
@@ -229,6 +239,7 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
     op_dtypes = list(dict.fromkeys(request.dtypes or meta.get("dtypes", ["f32"])))
     for d in op_dtypes:
         _choice(d, specmod.DTYPES, "dtype")
+    _check_template_dtypes(request.template, meta, op_dtypes)
     inputs, outputs, attrs = _signature(request, meta)
     for tensor in inputs + outputs:
         tensor.setdefault("dtype", op_dtypes if len(op_dtypes) > 1 else op_dtypes[0])
@@ -346,10 +357,34 @@ def _environment(root: str):
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
+        bytecode_cache=_bytecode_cache(jinja2),
     )
     env.filters["pyrepr"] = repr  # a Python literal: tuples of names, strings with their quotes
     env.filters["toml"] = toml_value
     return env
+
+
+def _bytecode_cache(jinja2):
+    """The templates compiled once per user, not on every `new` (most of its time): jinja's
+    bytecode in $XDG_CACHE_HOME/xlacc/jinja (~/.cache/...), keyed by each template's text. A
+    folder that cannot be made or written only costs the compile."""
+
+    class Tolerant(jinja2.FileSystemBytecodeCache):
+        def load_bytecode(self, bucket) -> None:
+            with contextlib.suppress(OSError, EOFError, ValueError):
+                super().load_bytecode(bucket)
+
+        def dump_bytecode(self, bucket) -> None:
+            with contextlib.suppress(OSError):
+                super().dump_bytecode(bucket)
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "xlacc", "jinja")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return Tolerant(folder) if os.access(folder, os.W_OK | os.X_OK) else None
 
 
 def toml_value(value: Any) -> str:
@@ -463,11 +498,12 @@ def create(request: NewRequest) -> Report:
     record = generated.record_text(spec, files)
     directory = spec.root
     shown = Path(request.directory or spec.name)
-    plan = generated.plan_new(directory, files, record, force=request.force)
+    with locks.project_lock(directory, "new"):  # two `new` into one folder: the second finds it full
+        plan = generated.plan_new(directory, files, record, force=request.force)
+        if not request.dry_run:
+            generated.apply(directory, plan)
     verb = "would write" if request.dry_run else "wrote"
     report = Report(title=f"xlacc new {spec.name} (template {spec.template}, {spec.platform}, {spec.api}, {', '.join(spec.frameworks)})")
-    if not request.dry_run:
-        generated.apply(directory, plan)
     for path, text in files.items():
         what = plan.actions[path]
         detail = f"{owner_of(spec, path)}: {_role(spec, path)}; {verb}{what.suffix(request.dry_run)}, {counted(len(text.splitlines()), 'line')}"

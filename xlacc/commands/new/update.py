@@ -22,6 +22,7 @@ from xlacc import spec as specmod
 from xlacc.commands.new import migrate, wrap
 from xlacc.commands.new import project as scaffold
 from xlacc.commands.new import record as generated
+from xlacc.ground import locks
 from xlacc.ground.catalogue import entry, make
 from xlacc.ground.errors import UsageError
 from xlacc.ground.report import Check, Finding, Report
@@ -51,6 +52,11 @@ class FileOutcome:
 
 
 def run(request: UpdateRequest) -> Report:
+    with locks.project_lock(specmod.find_spec(request.project).parent, "update"):
+        return _run(request)
+
+
+def _run(request: UpdateRequest) -> Report:
     spec = specmod.load(request.project)
     if spec.origin is not None:
         wrap.check_spec(spec)
@@ -84,7 +90,7 @@ def run(request: UpdateRequest) -> Report:
     conflicts = [o for o in outcomes if o.status == "conflict"]
     if conflicts:
         report.findings.append(conflict_finding(conflicts))
-    report.notes += mismatches
+    report.checks += [Check("launch function", False, mismatch) for mismatch in mismatches]  # only the user can change it: exit 1
     if request.dry_run:
         report.notes += [diff for o in outcomes if (diff := unified_diff(directory, o))]
         report.notes.append("dry run: nothing was written")

@@ -13,9 +13,14 @@ Record types:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+FOLLOW_SECONDS = 0.1  # how often a followed records file is read for new records
 
 
 class RecordWriter:
@@ -56,8 +61,12 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return []
+    return _parsed(text.splitlines())
+
+
+def _parsed(lines: list[str]) -> list[dict[str, Any]]:
     records = []
-    for line in text.splitlines():
+    for line in lines:
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
@@ -65,3 +74,37 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
         if isinstance(record, dict) and "type" in record:
             records.append(record)
     return records
+
+
+@contextlib.contextmanager
+def followed(path: str | Path, on_record: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+    """Call ``on_record`` with each record the child appends to ``path`` while the block runs,
+    in order, from a thread (and for the last ones as the block ends)."""
+    stop = threading.Event()
+    offset = 0  # bytes of whole lines read so far: only complete records are passed on
+
+    def read_new() -> None:
+        nonlocal offset
+        try:
+            with open(path, "rb") as stream:
+                stream.seek(offset)
+                chunk = stream.read()
+        except OSError:
+            return
+        whole = chunk[: chunk.rfind(b"\n") + 1]
+        offset += len(whole)
+        for record in _parsed(whole.decode("utf-8", errors="replace").splitlines()):
+            on_record(record)
+
+    def follow() -> None:
+        while not stop.wait(FOLLOW_SECONDS):
+            read_new()
+
+    thread = threading.Thread(target=follow, name="xlacc-records", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        read_new()

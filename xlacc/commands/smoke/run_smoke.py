@@ -26,6 +26,7 @@ from xlacc.commands.build import builder
 from xlacc.commands.doctor.rules import build_record, verify
 from xlacc.commands.doctor.rules.run import diagnose_output
 from xlacc.commands.new import update
+from xlacc.commands.smoke.live import LiveChecks
 from xlacc.commands.smoke.runner import ChildResult, run_harness
 from xlacc.ground import paths, resources, toolchain
 from xlacc.ground.catalogue import make as make_finding
@@ -89,6 +90,7 @@ class SmokeRequest:
     timeout: float
     bench: bool
     devices: int | None = None  # shard over N devices; None: every GPU when there are several
+    live: LiveChecks | None = None  # prints each check as it finishes (the CLI's text output)
 
 
 def run(request: SmokeRequest) -> Report:
@@ -97,6 +99,8 @@ def run(request: SmokeRequest) -> Report:
     check_reference(spec)
     frameworks = select_frameworks(spec, request.framework)
     report = Report(title=f"run-smoke {spec.name} ({', '.join(frameworks)}, {spec.platform})")
+    if request.live is not None:
+        request.live.watch(report)
     report.data.update(seed=request.seed, sizes=request.sizes, bench={})
     if build_if_stale(spec, report, request.timeout):
         outcomes = [run_framework(spec, framework, request, report, prefixed=len(frameworks) > 1) for framework in frameworks]
@@ -246,8 +250,9 @@ def run_framework(spec: spec_mod.Spec, framework: str, request: SmokeRequest, re
     if not_installed is not None:
         report.add(not_installed)
         return None
-    result = run_harness(HARNESSES[framework], harness_args(spec, request), request.timeout, cwd=spec.root, env=child_env(spec, request))
     prefix = f"{framework}: " if prefixed else ""
+    shown = request.live.from_records(prefix) if request.live is not None else None
+    result = run_harness(HARNESSES[framework], harness_args(spec, request), request.timeout, cwd=spec.root, env=child_env(spec, request), on_record=shown)
     found = absorb_records(result, framework, report, prefix)
     ended_normally = result.finished and result.returncode in HARNESS_EXITS
     how = unexpected_end(result, framework)

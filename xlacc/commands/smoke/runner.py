@@ -8,15 +8,17 @@ xlacc no more memory than one that prints a line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlacc.commands.smoke.records import read_records
+from xlacc.commands.smoke.records import followed, read_records
 from xlacc.ground import resources
 from xlacc.ground.paths import process_alive
 from xlacc.ground.process import BoundedOutput, run_in_session
@@ -116,13 +118,16 @@ def run_harness(
     *,
     env: dict[str, str] | None = None,
     cwd: str | Path | None = None,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> ChildResult:
-    """``python -m module ARGS --records FILE`` in a child; its records are read back from FILE."""
+    """``python -m module ARGS --records FILE`` in a child; its records are read back from FILE
+    (and passed to ``on_record`` as the child writes them, when given)."""
     _clear_dead_records()
     fd, records_path = tempfile.mkstemp(prefix=f"{RECORDS_PREFIX}{os.getpid()}-", suffix=".jsonl")
     os.close(fd)
     try:
         argv = [sys.executable, "-m", module, *args, "--records", records_path]
-        return run_child(argv, timeout, env=child_env(env), cwd=cwd, records_path=records_path)
+        with followed(records_path, on_record) if on_record else contextlib.nullcontext():
+            return run_child(argv, timeout, env=child_env(env), cwd=cwd, records_path=records_path)
     finally:
         os.unlink(records_path)

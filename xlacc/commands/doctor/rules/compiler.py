@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,3 +151,57 @@ def _torch_header_fix(header: str, stand_ins: Path | None) -> str:
     return (f"`{header}` is PyTorch's and xlacc's stand-ins ({stand_ins}) have no file of that name: include one they "
             "have (torch/all.h, ATen/ATen.h, ATen/cuda/CUDAContext.h, c10/cuda/CUDAGuard.h...) instead, or give the "
             "launcher only what xlacc_torch_compat.h provides.")
+
+
+# A program of the compiler killed by a signal, as its driver says it: gcc's "Killed signal
+# terminated program cc1plus", nvcc's "'cicc' died due to signal 9", clang's "unable to execute
+# command: Killed" and "frontend command failed due to signal".
+GCC_SIGNAL = re.compile(r"(?P<what>[A-Z][\w -]*?) signal terminated program (?P<program>\S+)")
+NVCC_SIGNAL = re.compile(r"'(?P<program>[\w+.-]+)' died due to signal (?P<number>\d+)")
+CLANG_SIGNAL = re.compile(r"(?P<program>clang\S*): error: (?:unable to execute command: (?P<what>[A-Z][\w -]*)|[\w ]+? command failed due to signal)")
+SIGNAL_HINTS = {
+    "SIGXFSZ": "it reached the limit on file size (`ulimit -f`): raise the limit",
+    "SIGKILL": "out of memory (the kernel's OOM killer), or killed by someone: compile with less in parallel or more memory",
+    "SIGSEGV": "the compiler crashed",
+    "SIGABRT": "the compiler aborted",
+    "SIGTERM": "something asked it to stop",
+}
+
+
+def killed_by_signal(kind: str, returncode: int | None, output: str) -> str | None:
+    """One line naming the signal that killed the compiler or one of its programs (not a compile
+    error: the sources were not the cause); None when none did."""
+    program, name = _signalled(kind, returncode, output)
+    if name is None:
+        return None
+    described = f"{name} ({signal.strsignal(signal.Signals[name])})" if name in signal.Signals.__members__ else name
+    hint = SIGNAL_HINTS.get(name, "not a compile error in the sources")
+    return f"{kind} failed: {program} was killed by {described}: {hint}"
+
+
+def _signalled(kind: str, returncode: int | None, output: str) -> tuple[str, str | None]:
+    """(the program, the signal's name) of a compile that a signal ended."""
+    if returncode is not None and returncode < 0:
+        return kind, _signal_name(-returncode)
+    for pattern in (GCC_SIGNAL, NVCC_SIGNAL, CLANG_SIGNAL):
+        match = pattern.search(output)
+        if match is None:
+            continue
+        found = match.groupdict()
+        if found.get("number"):
+            return found["program"], _signal_name(int(found["number"]))
+        return found["program"], _signal_by_description(found.get("what") or "") or "a signal"
+    return kind, None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _signal_by_description(text: str) -> str | None:
+    """``SIGXFSZ`` for "File size limit exceeded", as strsignal words it."""
+    wanted = text.strip().lower()
+    return next((s.name for s in signal.Signals if (signal.strsignal(s) or "").lower() == wanted), None)
