@@ -56,9 +56,14 @@ def make(
     fix: str | None = None,
     likelihood: float | None = None,
     severity: Severity | None = None,
+    context: str | None = None,
 ) -> Finding:
-    """A Finding for ``code`` with the catalogue's title, fix and severity unless overridden."""
+    """A Finding for ``code`` with the catalogue's title, fix and severity unless overridden; with a
+    ``context`` (a key of :data:`WORDINGS`, as ``"run-smoke jax"``), in that command's words."""
     known = entry(code)
+    if context is not None:
+        worded = WORDINGS[context][code]
+        title, fix, severity = title or worded.title, fix or worded.fix, severity or worded.severity
     return Finding(
         code=code,
         severity=severity or known.severity,

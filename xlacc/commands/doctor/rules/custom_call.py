@@ -1,0 +1,73 @@
+"""The custom call as lowered: is it in the program at all, and do its operands, results and
+backend_config follow the op (the spec's inputs in order, the reference's shapes, sizes that change
+with the operands)?
+
+The one home of op-optimized-away, operand-mismatch, result-mismatch, backend-config-invalid and
+hardcoded-size: the HLO rule and run-smoke's harnesses hand these functions what they read in a
+lowered program, the harnesses with their own wording (``context``, a key of the catalogue's
+WORDINGS).
+"""
+
+from __future__ import annotations
+
+from xlacc.ground.catalogue import make
+from xlacc.ground.report import Finding
+from xlacc.readers import hlo
+
+
+def optimized_away(evidence: str, calls: list | tuple = (), context: str | None = None, likelihood: float | None = None) -> Finding | None:
+    """A lowered program whose ``calls`` (every custom call in it) are none: the op was folded
+    away. A call to another target is another problem, not this one."""
+    if calls:
+        return None
+    return make("op-optimized-away", evidence, context=context, likelihood=likelihood)
+
+
+def sizes_fixed(small: int, large: int, first: hlo.CustomCall, second: hlo.CustomCall, context: str) -> Finding | None:
+    """Two lowerings at sizes ``small`` and ``large`` whose operands differ in shape but whose
+    backend_config is the same: the sizes the kernel reads from it are fixed."""
+    if first.operand_shapes == second.operand_shapes or first.backend_config != second.backend_config:
+        return None
+    return make("hardcoded-size", f"backend_config is {first.backend_config!r} for n={small} and for n={large}", context=context)
+
+
+def backend_config(got: str, expected: str, context: str) -> Finding | None:
+    """A lowered backend_config against what the spec gives for these operands, and against the
+    ``key=value;...`` form the generated entry points parse."""
+    if got != expected:
+        return make("backend-config-invalid", f"the HLO has backend_config={got!r}; the spec gives {expected!r}", context=context)
+    if not got or hlo.parse_backend_config(got) is None:
+        return make("backend-config-invalid", f"backend_config={got!r} is not `key=value` pairs joined by ';'", context=context)
+    return None
+
+
+def operand_count(call: hlo.CustomCall, passed: int, inputs: list[str], context: str) -> Finding | None:
+    """A lowered call with another number of operands than the op was given (``passed``), one per
+    spec input (``inputs``)."""
+    if len(call.operands) == passed:
+        return None
+    return make(
+        "operand-mismatch",
+        f"{len(call.operands)} operands in the HLO for {len(inputs)} inputs ({', '.join(inputs)}): {call.line[:400]}",
+        context=context,
+    )
+
+
+def operand_order(position: int, source: int | None, inputs: list[str], label: str, context: str) -> Finding | None:
+    """Operand ``position`` of a lowered call comes from input ``source`` (None: from none the
+    harness could trace) where the spec puts input ``position``."""
+    if source == position:
+        return None
+    got = operand_name(source, inputs)
+    return make("operand-mismatch", f"operand {position} of the custom-call is {got}, the spec's input {position} is {inputs[position]} ({label})", context=context)
+
+
+def operand_name(source: int | None, inputs: list[str]) -> str:
+    return inputs[source] if source is not None and source < len(inputs) else "an unknown tensor"
+
+
+def results(label: str, result_shape: str, got: list[str], want: list[str], context: str) -> Finding | None:
+    """A lowered call's result shapes (``got``) against the reference's and the spec's (``want``)."""
+    if got == want:
+        return None
+    return make("result-mismatch", f"{label}: the custom-call returns {result_shape}; the reference and the spec give {', '.join(want)}", context=context)
