@@ -8,6 +8,7 @@ from dataclasses import replace
 from xlacc.commands.doctor.rules import custom_call, hlo as hlo_rules
 from xlacc.ground.catalogue import WORDINGS
 from xlacc.readers import hlo
+from xlacc.readers.python import read
 
 TORCH_XLA = "run-smoke torch-xla"
 LINE = ('ROOT %r = f32[{n}]{{0}} custom-call(f32[{n}]{{0}} %a, f32[{n}]{{0}} %b), custom_call_target="my_add", '
@@ -62,3 +63,15 @@ def test_results_against_the_reference():
     assert custom_call.results("n=8 f32", call.result_shape, ["f32[8]"], ["f32[8]"], TORCH_XLA) is None
     found = custom_call.results("n=8 f32", call.result_shape, ["f32[4]"], ["f32[8]"], TORCH_XLA)
     assert found.code == "result-mismatch" and found.evidence == "n=8 f32: the custom-call returns f32[4]{0}; the reference and the spec give f32[8]"
+
+
+def test_a_python_call_whose_attributes_its_api_version_cannot_take():
+    facts = read("op.py", 'import jax\njax.ffi.ffi_call("my_add", out, custom_call_api_version=2)(x, n=3)\n')
+    [call] = facts.calls
+    [found] = custom_call.python_call_config("op.py:2", call)
+    assert found.code == "backend-config-invalid" and "attributes n are passed with custom_call_api_version=2" in found.evidence
+
+
+def test_a_constant_xla_implementation_is_folded_away():
+    found = custom_call.constant_implementation("op.py:9", "_add_xla", "torch.zeros_like(x)")
+    assert found.code == "op-optimized-away" and found.evidence.startswith("op.py:9: the XLA implementation `_add_xla` returns `torch.zeros_like(x)`")

@@ -7,9 +7,11 @@ import pytest
 from smoke_support import new_project
 
 from xlacc import spec as specmod
+from xlacc.commands.doctor.inputs import SourceFile
 from xlacc.commands.doctor.rules import registration
 from xlacc.ground.catalogue import BY_CODE, WORDINGS
 from xlacc.readers import hlo
+from xlacc.readers.python import read
 
 JAX = "run-smoke jax"
 
@@ -71,3 +73,32 @@ def test_a_call_lowered_with_another_api_version():
 def test_without_a_context_the_catalogue_words_it():
     found = registration.not_registered("my_add", "Host", [], None)
     assert (found.title, found.fix) == (BY_CODE["target-not-registered"].title, BY_CODE["target-not-registered"].fix)
+
+
+# -- what doctor reads in Python ------------------------------------------------------------------
+
+
+def python_facts(source: str):
+    return read("op.py", source)
+
+
+def test_a_python_registration_for_a_misspelt_platform_and_a_refused_api_version():
+    facts = python_facts('import jax\njax.ffi.register_ffi_target("my_add", cap, platform="GPU", api_version=4)\n')
+    [reg] = facts.registrations
+    found = registration.python_registration("op.py:2", reg)
+    assert [f.code for f in found] == ["platform-name", "api-version-invalid"]
+    assert found[0].evidence.startswith('op.py:2: `jax.ffi.register_ffi_target(') and 'registers for "GPU"' in found[0].evidence
+
+
+def test_a_python_call_with_the_deprecated_api_version():
+    facts = python_facts('import jax\njax.ffi.ffi_call("my_add", out, custom_call_api_version=1)(x)\n')
+    [call] = facts.calls
+    [found] = registration.python_call("op.py:2", call)
+    assert found.code == "legacy-api-deprecated" and "calls with api_version 1 (API_VERSION_ORIGINAL)" in found.evidence
+
+
+def test_preloading_the_ops_library_registers_nothing():
+    script = SourceFile("run.sh", "sh", "LD_PRELOAD=./build/libop.so python train.py\n", "run.sh", line_offset=10)
+    [found] = registration.ld_preload(script)
+    assert found.code == "ld-preload" and found.evidence.startswith("run.sh:11: `LD_PRELOAD=./build/libop.so`")
+    assert registration.ld_preload(SourceFile("run.sh", "sh", "LD_PRELOAD=libjemalloc.so python t.py\n", "run.sh")) == []

@@ -3,16 +3,21 @@ backend_config follow the op (the spec's inputs in order, the reference's shapes
 with the operands)?
 
 The one home of op-optimized-away, operand-mismatch, result-mismatch, backend-config-invalid and
-hardcoded-size: the HLO rule and run-smoke's harnesses hand these functions what they read in a
-lowered program, the harnesses with their own wording (``context``, a key of the catalogue's
-WORDINGS).
+hardcoded-size: doctor's source rules hand these functions what they read in the code that makes
+the call, the HLO rule and run-smoke's harnesses what they read in a lowered program (the
+harnesses with their own wording: ``context``, a key of the catalogue's WORDINGS).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers import hlo
+
+if TYPE_CHECKING:  # what doctor read in Python; a harness that imports this module reads no source
+    from xlacc.readers.python import PyCall
 
 
 def optimized_away(evidence: str, calls: list | tuple = (), context: str | None = None, likelihood: float | None = None) -> Finding | None:
@@ -71,3 +76,33 @@ def results(label: str, result_shape: str, got: list[str], want: list[str], cont
     if got == want:
         return None
     return make("result-mismatch", f"{label}: the custom-call returns {result_shape}; the reference and the spec give {', '.join(want)}", context=context)
+
+
+# -- the call as the Python source makes it ------------------------------------------------------
+
+
+def constant_implementation(at: str, function: str, returned: str) -> Finding:
+    """An op's XLA implementation (at ``file:line``) that returns a constant: XLA folds it away."""
+    return make(
+        "op-optimized-away",
+        f"{at}: the XLA implementation `{function}` returns `{returned}`: a constant that XLA "
+        "folds away, so the HLO holds no custom-call",
+        likelihood=0.8,
+    )
+
+
+def python_call_config(at: str, call: PyCall) -> list[Finding]:
+    """A call made in Python (at ``file:line``) whose attributes or backend_config its api_version cannot take."""
+    problems = []
+    if call.function == "ffi_call" and call.api is not None and call.api < 4 and call.attrs:
+        problems.append(f"attributes {', '.join(call.attrs)} are passed with custom_call_api_version={call.api}; "
+                        "attributes need api 4 (legacy calls take legacy_backend_config)")
+    if call.function == "ffi_call" and call.api == 4 and call.legacy_config:
+        problems.append("legacy_backend_config is passed to a typed FFI call (api 4); pass attributes as keyword arguments")
+    if call.framework == "torch_xla" and call.api == 4:
+        text = (call.backend_config or "").strip()
+        not_dictionary = call.backend_config_kind == "constant" and text and not (text.startswith("{") and text.endswith("}"))
+        if not_dictionary or call.backend_config_kind in ("json", "str-call"):
+            shown = f'"{text}"' if call.backend_config_kind == "constant" else f"a {call.backend_config_kind} value"
+            problems.append(f"backend_config {shown} with api_version 4 is not an MLIR dictionary (`{{n = 3 : i64}}`)")
+    return [make("backend-config-invalid", f"{at}: `{call.text}`: {p}", likelihood=0.8) for p in problems]

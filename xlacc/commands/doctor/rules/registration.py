@@ -2,18 +2,28 @@
 registry (typed FFI or legacy) and api_version a target is registered and called with, and whether
 it is registered at all.
 
-The one home of platform-name, api-version-mismatch, api-version-invalid and target-not-registered:
-run-smoke's harnesses hand these functions what they saw in jax's registries and the lowered
-program, and word the finding their own way (``context``, a key of the catalogue's WORDINGS).
+The one home of platform-name, api-version-mismatch, api-version-invalid, legacy-api-deprecated,
+target-not-registered and ld-preload. doctor's source rules hand these functions what they read
+(Python registrations and calls, scripts, XLA's static registration macros); run-smoke's harnesses what they saw in jax's registries
+and the lowered program, worded their own way (``context``, a key of the catalogue's WORDINGS).
 """
 
 from __future__ import annotations
+
+import re
+from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from xlacc.commands.doctor.program import registration_of
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers import cxx, hlo
 from xlacc.spec import Spec, abi
+
+if TYPE_CHECKING:  # what doctor read; a harness that imports this module reads no source
+    from xlacc.commands.doctor.inputs import SourceFile
+    from xlacc.commands.doctor.program import Program
+    from xlacc.readers.python import PyCall, PyFacts, PyRegistration
 
 # The platform strings jax.ffi.register_ffi_target maps onto a backend, by project platform.
 JAX_PLATFORMS = {"cpu": ("cpu", "Host"), "cuda": ("CUDA", "gpu")}
@@ -90,6 +100,150 @@ def called_with(call: hlo.CustomCall, expected: int, context: str, where: str | 
         return None
     line = call.line[:shown]
     return make("api-version-mismatch", f"{where}: {line}" if where else line, context=context)
+
+
+# -- what doctor read in Python: registrations, calls, LD_PRELOAD ------------------------------
+
+# Platform names jax.ffi.register_ffi_target applies; another spelling of those is queued forever.
+JAX_PLATFORM_NAMES = frozenset({"cpu", "gpu", "CUDA", "Host", "ROCM"})
+# Another spelling of those: a name like "SYCL" or "METAL" may be a plugin's own, and is let be.
+MISSPELT_PLATFORM = re.compile(r"cuda|gpu|cpu|host|rocm|nvidia|^$", re.I)
+TORCH_XLA_PLATFORM = "CUDA"
+HLO_APIS = frozenset({1, 2, 3, 4})
+JAX_REGISTER_APIS = frozenset(JAX_REGISTER_API_VERSIONS)
+# A shell assignment (`LD_PRELOAD=./x.so python t.py`), or Python setting it in an environment.
+LD_PRELOAD = {
+    "sh": re.compile(r"(?<![\w\"'])LD_PRELOAD\s*=\s*[\"']?(?P<lib>[^\s\"';]{1,512})"),
+    "py": re.compile(r"[\"']LD_PRELOAD[\"']\s*(?:\]\s*=|:|,)\s*f?[\"'](?P<lib>[^\"']{1,512})"),
+}
+SYSTEM_PRELOADS = re.compile(r"lib(?:stdc\+\+|gomp|tcmalloc|jemalloc|asan|ubsan|tsan|cuda|nccl|python)")
+
+
+def python_registration(at: str, reg: PyRegistration) -> list[Finding]:
+    """A registration in Python (at ``file:line``): platforms XLA never looks up, an api_version
+    register_ffi_target refuses."""
+    findings = []
+    if reg.framework == "torch_xla":
+        wrong = [p for p in reg.platforms if p != TORCH_XLA_PLATFORM]
+        if wrong:
+            findings.append(make("platform-name", f"{at}: `{reg.text}` registers for {_listed(wrong)}; torch_xla accepts exactly \"CUDA\"", likelihood=0.85))
+    else:
+        wrong = [p for p in reg.platforms if p not in JAX_PLATFORM_NAMES and MISSPELT_PLATFORM.search(p)]
+        if wrong:
+            tried = f" (it tries {_listed(reg.platforms)} in turn)" if len(reg.platforms) > 1 else ""
+            findings.append(make(
+                "platform-name",
+                f"{at}: `{reg.text}` registers for {_listed(wrong)}{tried}: JAX queues such a registration silently and never "
+                "applies it (only \"CUDA\"/\"gpu\" and \"cpu\"/\"Host\" do)",
+                likelihood=0.85,
+            ))
+    if reg.framework == "jax" and reg.api_version is not None and reg.api_version not in JAX_REGISTER_APIS:
+        findings.append(make(
+            "api-version-invalid",
+            f"{at}: `{reg.text}` uses api_version={reg.api_version}; register_ffi_target takes 0 (legacy) or 1 "
+            "(typed FFI), not the HLO numbers 1-4",
+            likelihood=0.9,
+        ))
+    return findings
+
+
+def _listed(values) -> str:
+    return ", ".join(f'"{v}"' for v in values)
+
+
+def python_call(at: str, call: PyCall) -> list[Finding]:
+    """A custom call made in Python (at ``file:line``): an api_version missing, invalid or deprecated."""
+    if call.framework == "torch_xla" and call.api_source == "missing":
+        return [make(
+            "api-version-invalid",
+            f"{at}: `{call.text}` passes {call.positional} arguments; `_xla_custom_call` has no defaults and "
+            "takes api_version as its 7th (and frontend_attributes as its 8th)",
+            likelihood=0.85,
+        )]
+    if call.api is not None and call.api not in HLO_APIS:
+        default = " (stablehlo_custom_call's default)" if call.api_source == "default" else ""
+        return [make("api-version-invalid", f"{at}: `{call.text}` calls with api_version {call.api}{default}", likelihood=0.9)]
+    if call.api == 1:
+        default = f" ({call.function}'s default)" if call.api_source == "default" else ""
+        return [make("legacy-api-deprecated", f"{at}: `{call.text}` calls with api_version 1 (API_VERSION_ORIGINAL){default}", likelihood=0.7)]
+    return []
+
+
+def ld_preload(file: SourceFile) -> list[Finding]:
+    """A script or Python file that preloads the op's library, as if loading it registered the target."""
+    findings = []
+    for match in LD_PRELOAD[file.kind].finditer(file.text):
+        library = match.group("lib")
+        if ".so" not in library or SYSTEM_PRELOADS.search(PurePath(library).name):
+            continue
+        line = file.line_offset + file.text.count("\n", 0, match.start()) + 1
+        findings.append(make(
+            "ld-preload",
+            f"{file.group}:{line}: `{' '.join(match.group(0).split())}`: preloading {library} registers no custom-call target",
+            likelihood=0.7,
+        ))
+    return findings
+
+
+# -- ctypes callbacks and foreign platforms (doctor.rules.callbacks reads the callbacks) ---------
+
+GPU_PLATFORMS = frozenset({"CUDA", "gpu", "ROCM", "cuda", "rocm"})
+CPU_PLATFORMS = frozenset({"cpu", "Host"})
+# The legacy signatures by parameter count, and the HLO api_versions that call each (xla/service/custom_call_status.h).
+CALLBACK_APIS = {
+    "gpu": {4: (1,), 5: (2, 3)},  # (stream, buffers, opaque, len[, status])
+    "cpu": {2: (1,), 3: (2,), 5: (3,)},  # (out, ins[, status]) / (out, ins, opaque, len, status)
+}
+
+
+def _at(facts: PyFacts, line: int) -> str:
+    return f"{facts.name}:{line}"
+
+
+def callback_platform(facts: PyFacts, reg: PyRegistration) -> Finding | None:
+    """A ctypes callback with an XLA:CPU signature registered for a GPU: XLA:GPU passes device pointers."""
+    callback = reg.callback
+    if callback is None or not GPU_PLATFORMS.intersection(reg.platforms):
+        return None
+    cpu_signature = callback.arity in CALLBACK_APIS["cpu"] and callback.arity not in CALLBACK_APIS["gpu"]
+    if not (cpu_signature or (callback.arity == 5 and callback.stream is False)):
+        return None
+    gpu = ", ".join(f'"{p}"' for p in reg.platforms if p in GPU_PLATFORMS)
+    shown = f"({', '.join(callback.params)})" if callback.params else f"with {callback.arity} parameters"
+    return make(
+        "platform-name",
+        f"{_at(facts, reg.line)}: `{reg.text}` registers the ctypes callback `{callback.name}` {shown} "
+        f"({_at(facts, callback.line)}: `{callback.text}`), an XLA:CPU signature with no stream, for {gpu}: XLA:GPU "
+        "calls it on the host with device pointers in its buffers, and reading them there crashes or reads garbage",
+        title="a CPU callback is registered for the GPU",
+        fix="Register it for platform=\"cpu\" only. On the GPU, give XLA a compiled entry point that takes the stream "
+        "(`void f(cudaStream_t, void** buffers, const char* opaque, size_t len, XlaCustomCallStatus*)`, api 2; "
+        "`xlacc new` writes one), or call Python through `jax.pure_callback`.",
+        likelihood=0.85,
+    )
+
+
+def foreign_platform(program: Program, facts: PyFacts, reg: PyRegistration) -> Finding | None:
+    """A "tpu" registration in a GPU build: XLA on a GPU never looks it up."""
+    tpu = [p for p in reg.platforms if p.lower() == "tpu"]
+    if not tpu or not _gpu_build(program):
+        return None
+    return make(
+        "platform-name",
+        f"{_at(facts, reg.line)}: `{reg.text}` registers for \"{tpu[0]}\" in a GPU build: XLA on a GPU never looks "
+        "that registration up, so it never applies here",
+        title="a TPU registration in a GPU build",
+        fix="Register for \"CUDA\" (or \"gpu\") where the GPU should run it; keep the TPU registration only for a TPU build.",
+        severity="warning",
+        likelihood=0.6,
+    )
+
+
+def _gpu_build(program: Program) -> bool:
+    """CUDA sources, a GPU entry point, or a registration for the GPU anywhere in the program."""
+    if any(s.name.endswith((".cu", ".cuh")) for s in program.sources) or any(e.gpu for e in program.entries):
+        return True
+    return any(GPU_PLATFORMS.intersection(r.platforms) for f in program.facts for r in f.registrations)
 
 
 # -- XLA's static registration macros: where they reach a registry, and the platform names they take --
