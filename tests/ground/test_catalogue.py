@@ -149,27 +149,6 @@ PACKAGE = ROOT / "xlacc"
 ERROR_TEXT = "xlacc.commands.doctor.rules.error_text"  # the printed texts and their causes, as data: any code
 MAKERS = {"make", "make_finding"}  # the catalogue's constructor, as rules import it
 RECORDERS = {"report", "finding"}  # a harness recording a code it names itself
-# Codes still made outside their home, each with the modules that still make them and why. The
-# test fails when an entry is no longer needed, so the list only shrinks.
-_RULES = "xlacc.commands.doctor.rules."
-_SPLITTING = "doctor's C++ and cross-file rules (kernel, crossfile) are being split by subject; their findings move to the home with that split"
-NOT_YET_HOME: dict[str, tuple[set[str], str]] = {
-    code: ({_RULES + module for module in modules}, _SPLITTING)
-    for code, modules in {
-        "platform-name": ("crossfile", "kernel"),
-        "api-version-mismatch": ("crossfile",),
-        "legacy-api-deprecated": ("crossfile", "kernel"),
-        "target-not-registered": ("crossfile",),
-        "ld-preload": ("kernel",),
-        "operand-mismatch": ("crossfile",),
-        "hardcoded-size": ("kernel",),
-        "symbol-missing": ("crossfile",),
-        "symbol-mangled": ("kernel",),
-        "symbol-hidden": ("kernel",),
-    }.items()
-}
-
-
 def _module_name(path) -> str:
     return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
 
@@ -240,16 +219,12 @@ def _makers() -> dict[str, set[str]]:
 
 def test_every_code_is_made_in_its_home_module_only():
     makers = _makers()
-    strays = {}
-    for item in CATALOGUE:
-        expected = {item.home} - {ERROR_TEXT}
-        pending, _why = NOT_YET_HOME.get(item.code, (set(), ""))
-        made = makers[item.code] - {item.home} if pending else makers[item.code]
-        if made != (pending or expected):
-            strays[item.code] = f"made in {sorted(makers[item.code])}, home {item.home}"
+    strays = {
+        item.code: f"made in {sorted(makers[item.code])}, home {item.home}"
+        for item in CATALOGUE
+        if makers[item.code] != {item.home} - {ERROR_TEXT}
+    }
     assert not strays, "a code made outside its home (call the home's function):\n" + "\n".join(f"{c}: {w}" for c, w in strays.items())
-    for code, (pending, _why) in NOT_YET_HOME.items():
-        assert pending and not pending & {entry(code).home}, code
 
 
 def test_every_home_is_a_module_of_xlacc():

@@ -35,7 +35,7 @@ from xlacc.commands.smoke.harness import (
 )
 from xlacc.commands.smoke.records import RecordWriter
 from xlacc.commands.smoke.torch_arrays import from_torch, to_torch
-from xlacc.commands.doctor.rules import custom_call, environment, registration
+from xlacc.commands.doctor.rules import custom_call, environment, registration, sizes
 from xlacc.readers import hlo
 from xlacc.spec import DTYPE_INFO
 
@@ -212,7 +212,7 @@ class TorchXlaHarness(Harness):
         if first.call is None or second.call is None or first.call.operand_shapes == second.call.operand_shapes:
             return  # nothing to tell: the template gave both sizes the same shapes
         self.sizes_compared.append(f"n={small} and n={large}")
-        if self.record(custom_call.sizes_fixed(small, large, first.call, second.call, self.context)):
+        if self.record(sizes.backend_config_fixed(small, large, first.call, second.call, self.context)):
             first.fail("backend_config", f"the same for n={small} and n={large}")
 
     def lower(self, size: int, dtype: str | None, tags) -> Lowering:

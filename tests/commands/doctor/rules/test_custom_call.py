@@ -1,5 +1,5 @@
-"""The custom call as lowered: absent, its sizes fixed in backend_config, its backend_config,
-operands and results against the spec, as run-smoke's harnesses and the HLO rule report them."""
+"""The custom call as lowered: absent, its backend_config, operands and results against the spec,
+as run-smoke's harnesses and the HLO rule report them; and as doctor reads it in Python."""
 
 from __future__ import annotations
 
@@ -32,14 +32,6 @@ def test_the_hlo_rule_reports_a_module_without_a_custom_call_through_it():
     [found] = hlo_rules.diagnose_hlo("HloModule jit_add, entry_computation_layout={()->f32[]}\nENTRY %main () -> f32[] {\n}")
     assert found.code == "op-optimized-away" and "`jit_add`" in found.evidence
     assert hlo_rules.diagnose_hlo("HloModule jit_add\n" + LINE.format(n=8, config="n=8")) == []
-
-
-def test_sizes_fixed_in_backend_config():
-    small, large, fixed = lowered(8, "n=8"), lowered(64, "n=64"), lowered(64, "n=8")
-    assert custom_call.sizes_fixed(8, 64, small, large, TORCH_XLA) is None
-    found = custom_call.sizes_fixed(8, 64, small, fixed, TORCH_XLA)
-    assert found.code == "hardcoded-size" and found.evidence == "backend_config is 'n=8' for n=8 and for n=64"
-    assert custom_call.sizes_fixed(8, 8, small, small, TORCH_XLA) is None  # same shapes: nothing to tell
 
 
 def test_backend_config_against_the_spec_and_its_form():

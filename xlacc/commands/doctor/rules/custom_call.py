@@ -1,9 +1,8 @@
 """The custom call as lowered: is it in the program at all, and do its operands, results and
-backend_config follow the op (the spec's inputs in order, the reference's shapes, sizes that change
-with the operands)?
+backend_config follow the op (the spec's inputs in order, the reference's shapes)?
 
-The one home of op-optimized-away, operand-mismatch, result-mismatch, backend-config-invalid and
-hardcoded-size: doctor's source rules hand these functions what they read in the code that makes
+The one home of op-optimized-away, operand-mismatch, result-mismatch and backend-config-invalid
+(a size fixed where the call should give it is ``rules.sizes``'s): doctor's source rules hand these functions what they read in the code that makes
 the call, the HLO rule and run-smoke's harnesses what they read in a lowered program (the
 harnesses with their own wording: ``context``, a key of the catalogue's WORDINGS).
 """
@@ -16,7 +15,8 @@ from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers import hlo
 
-if TYPE_CHECKING:  # what doctor read in Python; a harness that imports this module reads no source
+if TYPE_CHECKING:  # what doctor read in the sources; a harness that imports this module reads none
+    from xlacc.commands.doctor.program import EntryPoint
     from xlacc.readers.python import PyCall
 
 
@@ -26,14 +26,6 @@ def optimized_away(evidence: str, calls: list | tuple = (), context: str | None 
     if calls:
         return None
     return make("op-optimized-away", evidence, context=context, likelihood=likelihood)
-
-
-def sizes_fixed(small: int, large: int, first: hlo.CustomCall, second: hlo.CustomCall, context: str) -> Finding | None:
-    """Two lowerings at sizes ``small`` and ``large`` whose operands differ in shape but whose
-    backend_config is the same: the sizes the kernel reads from it are fixed."""
-    if first.operand_shapes == second.operand_shapes or first.backend_config != second.backend_config:
-        return None
-    return make("hardcoded-size", f"backend_config is {first.backend_config!r} for n={small} and for n={large}", context=context)
 
 
 def backend_config(got: str, expected: str, context: str) -> Finding | None:
@@ -106,3 +98,20 @@ def python_call_config(at: str, call: PyCall) -> list[Finding]:
             shown = f'"{text}"' if call.backend_config_kind == "constant" else f"a {call.backend_config_kind} value"
             problems.append(f"backend_config {shown} with api_version 4 is not an MLIR dictionary (`{{n = 3 : i64}}`)")
     return [make("backend-config-invalid", f"{at}: `{call.text}`: {p}", likelihood=0.8) for p in problems]
+
+
+def operand_dtypes(at: str, call: PyCall, entry: EntryPoint, expected: dict[int, str | None]) -> Finding | None:
+    """A call (at ``file:line``) whose operand's element type, where the Python says it, differs from
+    the one the entry point reads (``expected``: by operand index, as numpy names)."""
+    for index, given in enumerate(call.operand_dtypes):
+        wanted = expected.get(index)
+        if given and wanted and given != wanted:
+            operand = call.operands[index] if call.operands and index < len(call.operands) else f"operand {index}"
+            reads = f"binds it as {wanted}" if entry.typed else f"reads buffers[{index}] as {wanted}"
+            return make(
+                "operand-mismatch",
+                f"{at}: operand {index} `{operand}` is {given}, but `{entry.symbol}` ({entry.where}) {reads}",
+                title=f"operand {index} is {given}, the kernel reads {wanted}",
+                likelihood=0.8,
+            )
+    return None

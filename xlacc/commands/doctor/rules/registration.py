@@ -10,11 +10,12 @@ and the lowered program, worded their own way (``context``, a key of the catalog
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from xlacc.commands.doctor.program import registration_of
+from xlacc.commands.doctor.program import EntryPoint, Program, registration_of
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers import cxx, hlo
@@ -22,7 +23,6 @@ from xlacc.spec import Spec, abi
 
 if TYPE_CHECKING:  # what doctor read; a harness that imports this module reads no source
     from xlacc.commands.doctor.inputs import SourceFile
-    from xlacc.commands.doctor.program import Program
     from xlacc.readers.python import PyCall, PyFacts, PyRegistration
 
 # The platform strings jax.ffi.register_ffi_target maps onto a backend, by project platform.
@@ -185,7 +185,7 @@ def ld_preload(file: SourceFile) -> list[Finding]:
     return findings
 
 
-# -- ctypes callbacks and foreign platforms (doctor.rules.callbacks reads the callbacks) ---------
+# -- ctypes callbacks: the platform they run on and the arguments their api_version passes --------
 
 GPU_PLATFORMS = frozenset({"CUDA", "gpu", "ROCM", "cuda", "rocm"})
 CPU_PLATFORMS = frozenset({"cpu", "Host"})
@@ -302,3 +302,197 @@ def _registration_platform(registration, source: cxx.CxxSource) -> Finding | Non
         f"{registration.macro} needs {allowed}",
         likelihood=0.8,
     )
+
+
+ARGUMENTS_PASSED = {"gpu": {1: 4, 2: 5, 3: 5}, "cpu": {1: 2, 2: 3, 3: 5}}
+
+
+def _callback_side(reg: PyRegistration) -> str | None:
+    """The platform a registration's callback is called on: "gpu", "cpu", or None when it can be either."""
+    sides = {"gpu" if p in GPU_PLATFORMS else "cpu" if p in CPU_PLATFORMS else None for p in reg.platforms}
+    return sides.pop() if len(sides) == 1 else None
+
+
+def callback_fit(reg_facts: PyFacts, reg: PyRegistration, call: PyCall) -> str | None:
+    """A ctypes callback's parameter count against the arguments the call's api_version passes."""
+    callback, side = reg.callback, _callback_side(reg)
+    if callback is None or side is None or call.api not in ARGUMENTS_PASSED[side]:
+        return None
+    fits = CALLBACK_APIS[side].get(callback.arity, ())
+    if call.api in fits:
+        return None
+    passed = ARGUMENTS_PASSED[side][call.api]
+    default = f"; {call.function} passes api_version {call.api} when none is given" if call.api_source == "default" else ""
+    takes = f"which is api_version {' or '.join(map(str, fits))}" if fits else "which no api_version calls"
+    return (
+        f"{_at(reg_facts, callback.line)}: the ctypes callback `{callback.name}` registered at line {reg.line} takes "
+        f"{callback.arity} parameters (`{callback.text}`), {takes} on the {side.upper()}; api {call.api} passes {passed}{default}"
+    )
+
+
+# -- registrations and calls against the entry points they reach (crossfile links them) -----------
+
+def _api_fit(entry: EntryPoint, api: int) -> str | None:
+    if api in entry.signature.apis:
+        return None
+    wanted = " or ".join(str(a) for a in sorted(entry.signature.apis))
+    consequence = ""
+    if entry.typed:
+        consequence = "XLA would call a typed FFI handler as a legacy function: a crash at execution"
+    elif api == 4:
+        consequence = "XLA would look for a typed FFI handler and call it with one XLA_FFI_CallFrame*"
+    elif entry.signature.kind in ("gpu-original", "cpu-original") and api in (2, 3):
+        consequence = (
+            "XLA passes one more argument, XlaCustomCallStatus*, that this function does not declare: calling it "
+            "through that type is undefined behaviour and it can never report a failure"
+        )
+    elif entry.signature.kind == "gpu-status" and api == 1:
+        consequence = "XLA passes no status: the fifth parameter holds garbage"
+    return f"`{entry.symbol}` ({entry.where}) is `{entry.signature.text}`, which takes api_version {wanted}, not {api}" + (
+        f": {consequence}" if consequence else ""
+    )
+
+
+def call_mismatches(facts: PyFacts, call: PyCall, registrations: list, entries: list[EntryPoint]) -> list[Finding]:
+    """A call against what it reaches (crossfile links them): the registrations of its target and
+    the entry points they wrap, whose signatures take other api_versions than the call's."""
+    if call.api not in HLO_APIS:  # unknown, or invalid (api-version-invalid says so)
+        return []
+    reasons = []
+    if call.framework == "torch_xla" and call.api == 4:
+        reasons.append("torch_xla registers targets only in the legacy registry, so api_version 4 (typed FFI) never finds them")
+    misfits = [reason for entry in entries if (reason := _api_fit(entry, call.api))]
+    if entries and len(misfits) == len(entries):
+        reasons.extend(misfits)
+    for reg_facts, reg in registrations:
+        if reg.framework != "jax" or reg.api_version not in JAX_REGISTER_APIS:
+            continue
+        if reg.api_version == 1 and call.api in (1, 2, 3):
+            reasons.append(f"{_at(reg_facts, reg.line)} registers it as typed FFI (api_version=1), but api {call.api} looks in the legacy registry")
+        elif reg.api_version == 0 and call.api == 4:
+            reasons.append(f"{_at(reg_facts, reg.line)} registers it as legacy (api_version=0), but api 4 looks in the typed FFI registry")
+    reasons.extend(reason for reg_facts, reg in registrations if (reason := callback_fit(reg_facts, reg, call)))
+    if not reasons:
+        return _cpu_deprecation(facts, call, entries)
+    default = f" ({call.function}'s default)" if call.api_source == "default" else ""
+    named = call.target or (" or ".join(f"`{n}`" for n in sorted({e.symbol for e in entries}))[1:-1] if entries else "?")
+    return [make(
+        "api-version-mismatch",
+        f"{_at(facts, call.line)}: `{call.text}` calls `{named}` with api_version "
+        f"{call.api}{default}:\n- " + "\n- ".join(dict.fromkeys(reasons)),
+        likelihood=0.9 if entries else 0.7,
+    )]
+
+
+def _cpu_deprecation(facts: PyFacts, call: PyCall, entries: list[EntryPoint]) -> list[Finding]:
+    """On XLA:CPU, api 2 logs the deprecation line as api 1 does (measured with jax 0.10.2); 3 does not."""
+    entry = entries[0] if len(entries) == 1 else None
+    if entry is None or entry.signature.kind != "cpu-status" or call.api != 2:
+        return []
+    return [make(
+        "legacy-api-deprecated",
+        f"{_at(facts, call.line)}: `{call.text}` calls the XLA:CPU entry point `{entry.symbol}` ({entry.where}) "
+        "with api_version 2 (API_VERSION_STATUS_RETURNING), which XLA:CPU reports as deprecated",
+        fix="On XLA:CPU use api_version 3 with `void f(void* out, const void** in, const char* opaque, size_t "
+        "opaque_len, XlaCustomCallStatus*)`, or a typed FFI handler (api 4).",
+        likelihood=0.6,
+    )]
+
+
+def registration_mismatches(program: Program, facts: PyFacts, reg: PyRegistration, entries: list[EntryPoint]) -> list[Finding]:
+    """A registration against the entry points it wraps (crossfile links them): the other registry,
+    the other platform, a callback that cannot run there."""
+    findings = [f for f in (callback_platform(facts, reg), foreign_platform(program, facts, reg)) if f is not None]
+    at = _at(facts, reg.line)
+    for entry in entries:
+        legacy = not entry.typed
+        if reg.framework == "jax" and reg.api_version == 1 and legacy:
+            findings.append(make(
+                "api-version-mismatch",
+                f"{at}: `{reg.text}` registers `{entry.symbol}` ({entry.where}), a legacy `{entry.signature.text}`, as a "
+                "typed FFI handler (api_version=1, the default): XLA calls it to read handler metadata and crashes during registration",
+                fix="Register a legacy function with api_version=0 and call it with custom_call_api_version=2 (GPU) or 3 (CPU).",
+                likelihood=0.95,
+            ))
+        elif reg.framework == "jax" and reg.api_version == 0 and not legacy:
+            findings.append(make(
+                "api-version-mismatch",
+                f"{at}: `{reg.text}` registers the typed FFI handler `{entry.symbol}` ({entry.where}) as legacy "
+                "(api_version=0): called with api 4 it is not found, with api 1-3 it crashes",
+                fix="Register typed FFI handlers with api_version=1 (the default) and call them with api_version 4.",
+                likelihood=0.9,
+            ))
+        elif reg.framework == "torch_xla" and not legacy:
+            findings.append(make(
+                "api-version-mismatch",
+                f"{at}: `{reg.text}` registers the typed FFI handler `{entry.symbol}` ({entry.where}); torch_xla can only "
+                "call legacy (api 1-3) targets",
+                fix="Give torch_xla a status-returning legacy entry point (`xlacc new --framework torch-xla` writes one).",
+                likelihood=0.9,
+            ))
+        platform = reg.platform
+        if reg.framework == "jax" and platform in ("cpu", "Host") and entry.gpu:
+            default = " (platform defaults to \"cpu\")" if not reg.platform_given else ""
+            findings.append(make(
+                "platform-name",
+                f"{at}: `{reg.text}` registers `{entry.symbol}`, a GPU entry point ({entry.where}), for the CPU{default}",
+                fix="Register GPU entry points with platform=\"CUDA\" (or \"gpu\").",
+                likelihood=0.8,
+            ))
+        elif reg.framework == "jax" and platform in ("gpu", "CUDA") and entry.gpu is False:
+            findings.append(make(
+                "platform-name",
+                f"{at}: `{reg.text}` registers `{entry.symbol}`, a CPU entry point ({entry.where}), for the GPU",
+                fix="Register XLA:CPU entry points with platform=\"cpu\".",
+                likelihood=0.8,
+            ))
+    return findings
+
+
+# Below 0.8 a match takes another op's name (0.775 took te_fused_attn_score_mod_forward_ffi for
+# te_fused_topk_with_score_function_forward_ffi).
+MISSPELLING_CUTOFF = 0.8
+
+
+def misspelt_target(at: str, call: PyCall, registered: set[str]) -> Finding | None:
+    """A call (at ``file:line``) to a target nothing registers, next to a registered name it misspells."""
+    close = difflib.get_close_matches(call.target, sorted(registered), n=1, cutoff=MISSPELLING_CUTOFF)
+    if not close:
+        return None
+    return make(
+        "target-not-registered",
+        f"{at}: `{call.text}` calls `{call.target}`, which nothing registers; `{close[0]}` is registered",
+        title=f"custom-call target `{call.target}` is not registered",
+        fix=f"Call the registered name `{close[0]}` (names are case-sensitive), or register `{call.target}`.",
+        likelihood=0.85,
+    )
+
+
+# -- the entry points' own signatures ------------------------------------------------------------
+
+def deprecated_signatures(program: Program) -> dict[str, list[Finding]]:
+    """The 4-parameter GPU entry points (API_VERSION_ORIGINAL): deprecated, and unable to report a
+    failure. One finding for all of them, in the first one's source, with every place."""
+    entries = [e for e in program.entries if e.signature.kind == "gpu-original"]
+    if not entries:
+        return {}
+    first = entries[0]
+    finding = make(
+        "legacy-api-deprecated",
+        f"{first.symbol} ({first.where}){and_other_entries(len(entries) - 1)} {'is' if len(entries) == 1 else 'are'} "
+        f"`{first.signature.text}`: the api_version 1 (API_VERSION_ORIGINAL) signature, which XLA:GPU reports as "
+        f"deprecated and due for removal, and which has no way to report a failure{_also_at(entries[1:])}",
+        fix="Add `XlaCustomCallStatus* status` as a fifth parameter and call with api_version 2, or make it a typed "
+        "FFI handler (`XLA_FFI_DEFINE_HANDLER_SYMBOL`, api_version 4).",
+        likelihood=0.6,
+    )
+    return {first.source: [finding]}
+
+
+def and_other_entries(count: int) -> str:
+    return f" and {count} other entry point{'s' if count > 1 else ''}" if count else ""
+
+
+def _also_at(entries: list[EntryPoint]) -> str:
+    """Every other place, on a line of its own: a grouped finding names them all."""
+    return f"\nalso: {', '.join(f'{e.symbol} ({e.where})' for e in entries)}" if entries else ""
