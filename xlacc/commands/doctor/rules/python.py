@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from xlacc.commands.doctor.inputs import SourceFile
 from xlacc.commands.doctor.rules import custom_call, registration
-from xlacc.commands.doctor.rules.registration import HLO_APIS, JAX_REGISTER_APIS  # noqa: F401  (crossfile reads them here)
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers.python import PyCall, PyFacts, PyRegistration
