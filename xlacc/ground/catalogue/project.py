@@ -69,6 +69,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "--include DIR` records it); for PyTorch's headers, wrap the launcher with `xlacc new --from`, whose build "
         "puts xlacc's PyTorch stand-ins (xlacc_torch_compat.h) on the include path.",
         "`kernel.cu:5:10: fatal error: cuda_utils.h: No such file or directory`",
+        home=RULES + "compiler",
     ),
     CatalogueEntry(
         "rule-crashed",
