@@ -246,6 +246,32 @@ def _gpu_build(program: Program) -> bool:
     return any(GPU_PLATFORMS.intersection(r.platforms) for f in program.facts for r in f.registrations)
 
 
+ARGUMENTS_PASSED = {"gpu": {1: 4, 2: 5, 3: 5}, "cpu": {1: 2, 2: 3, 3: 5}}
+
+
+def _callback_side(reg: PyRegistration) -> str | None:
+    """The platform a registration's callback is called on: "gpu", "cpu", or None when it can be either."""
+    sides = {"gpu" if p in GPU_PLATFORMS else "cpu" if p in CPU_PLATFORMS else None for p in reg.platforms}
+    return sides.pop() if len(sides) == 1 else None
+
+
+def callback_fit(reg_facts: PyFacts, reg: PyRegistration, call: PyCall) -> str | None:
+    """A ctypes callback's parameter count against the arguments the call's api_version passes."""
+    callback, side = reg.callback, _callback_side(reg)
+    if callback is None or side is None or call.api not in ARGUMENTS_PASSED[side]:
+        return None
+    fits = CALLBACK_APIS[side].get(callback.arity, ())
+    if call.api in fits:
+        return None
+    passed = ARGUMENTS_PASSED[side][call.api]
+    default = f"; {call.function} passes api_version {call.api} when none is given" if call.api_source == "default" else ""
+    takes = f"which is api_version {' or '.join(map(str, fits))}" if fits else "which no api_version calls"
+    return (
+        f"{_at(reg_facts, callback.line)}: the ctypes callback `{callback.name}` registered at line {reg.line} takes "
+        f"{callback.arity} parameters (`{callback.text}`), {takes} on the {side.upper()}; api {call.api} passes {passed}{default}"
+    )
+
+
 # -- XLA's static registration macros: where they reach a registry, and the platform names they take --
 
 FFI_MACRO_PLATFORMS = frozenset({"cuda", "gpu", "host", "cpu", "rocm"})
@@ -301,32 +327,6 @@ def _registration_platform(registration, source: cxx.CxxSource) -> Finding | Non
         f"{source.name}:{registration.line}: `{registration.text}` registers for platform \"{platform}\"; "
         f"{registration.macro} needs {allowed}",
         likelihood=0.8,
-    )
-
-
-ARGUMENTS_PASSED = {"gpu": {1: 4, 2: 5, 3: 5}, "cpu": {1: 2, 2: 3, 3: 5}}
-
-
-def _callback_side(reg: PyRegistration) -> str | None:
-    """The platform a registration's callback is called on: "gpu", "cpu", or None when it can be either."""
-    sides = {"gpu" if p in GPU_PLATFORMS else "cpu" if p in CPU_PLATFORMS else None for p in reg.platforms}
-    return sides.pop() if len(sides) == 1 else None
-
-
-def callback_fit(reg_facts: PyFacts, reg: PyRegistration, call: PyCall) -> str | None:
-    """A ctypes callback's parameter count against the arguments the call's api_version passes."""
-    callback, side = reg.callback, _callback_side(reg)
-    if callback is None or side is None or call.api not in ARGUMENTS_PASSED[side]:
-        return None
-    fits = CALLBACK_APIS[side].get(callback.arity, ())
-    if call.api in fits:
-        return None
-    passed = ARGUMENTS_PASSED[side][call.api]
-    default = f"; {call.function} passes api_version {call.api} when none is given" if call.api_source == "default" else ""
-    takes = f"which is api_version {' or '.join(map(str, fits))}" if fits else "which no api_version calls"
-    return (
-        f"{_at(reg_facts, callback.line)}: the ctypes callback `{callback.name}` registered at line {reg.line} takes "
-        f"{callback.arity} parameters (`{callback.text}`), {takes} on the {side.upper()}; api {call.api} passes {passed}{default}"
     )
 
 
