@@ -385,3 +385,9 @@ def torch_xla_cannot_run(version: str, device_type: str, ran_through_jaxlib: boo
     if ran_through_jaxlib:
         return make("torch-xla-no-cuda", f"{without}; the program it emitted ran through jaxlib's XLA instead", context=context)
     return make("torch-xla-no-cuda", f"{without}; only the lowering was checked (running its program through jaxlib needs a GPU)", context=context)
+
+
+def version_skew(evidence: str, **worded) -> Finding:
+    """ffi-api-skew for a built library whose record (``rules.build_record`` reads it) disagrees with
+    this runtime: one code for every side of the skew, made here."""
+    return make("ffi-api-skew", evidence, **worded)
