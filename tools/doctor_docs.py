@@ -30,6 +30,7 @@ def render_catalogue() -> str:
                 "",
                 f"- Example: {entry.example}",
                 f"- Fix: {entry.fix}",
+                f"- Detected in: `{entry.home}`",
                 "",
             ]
     lines.append(END)

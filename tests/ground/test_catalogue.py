@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -140,3 +141,95 @@ def test_harnesses_take_their_words_from_the_catalogue():
             assert code in BY_CODE and title and fix
             assert severity == (table[code].severity or BY_CODE[code].severity)
     assert wordings("run-smoke torch-xla")["torch-xla-no-cuda"][0] == BY_CODE["torch-xla-no-cuda"].severity
+
+
+# -- one home per code: the module that makes it ------------------------------------------------
+
+PACKAGE = ROOT / "xlacc"
+ERROR_TEXT = "xlacc.commands.doctor.rules.error_text"  # the printed texts and their causes, as data: any code
+MAKERS = {"make", "make_finding"}  # the catalogue's constructor, as rules import it
+RECORDERS = {"report", "finding"}  # a harness recording a code it names itself
+def _module_name(path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _called(node) -> str | None:
+    function = node.func
+    return function.id if isinstance(function, ast.Name) else function.attr if isinstance(function, ast.Attribute) else None
+
+
+def _string_constants(scope) -> dict[str, set[str]]:
+    """Names bound in ``scope`` (not in functions nested in it) to a string, or to a dict of strings."""
+    bound: dict[str, set[str]] = {}
+    for node in ast.iter_child_nodes(scope) if isinstance(scope, ast.Module) else ast.walk(scope):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                bound[node.targets[0].id] = {value.value}
+            elif isinstance(value, ast.Dict) and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in value.values):
+                bound[node.targets[0].id] = {v.value for v in value.values}
+    return bound
+
+
+def _codes_of(argument, names: dict[str, set[str]]) -> set[str] | None:
+    """The codes a finding's first argument can be: a literal, a name bound to one, or a table's values."""
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        return {argument.value}
+    if isinstance(argument, ast.Name) and argument.id in names:
+        return names[argument.id]
+    if isinstance(argument, ast.Subscript) and isinstance(argument.value, ast.Name) and argument.value.id in names:
+        return names[argument.value.id]
+    return None
+
+
+def _findings_made(path) -> tuple[set[str], list[str]]:
+    """(codes a module makes, calls of make whose code the scan cannot tell)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module_names = _string_constants(tree)
+    made, unknown = set(), []
+    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for function in functions:
+        names = {**module_names, **_string_constants(function)}
+        for node in ast.walk(function):
+            if not (isinstance(node, ast.Call) and node.args and _called(node) in MAKERS | RECORDERS):
+                continue
+            codes = _codes_of(node.args[0], names)
+            if codes is not None:
+                made |= codes
+            elif _called(node) in MAKERS:
+                unknown.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return made & set(CODES), unknown
+
+
+def _makers() -> dict[str, set[str]]:
+    """{code: the modules outside the catalogue and the error-text table that make it}."""
+    makers: dict[str, set[str]] = {code: set() for code in CODES}
+    unknown = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        if module.startswith("xlacc.ground.catalogue") or module == ERROR_TEXT:
+            continue
+        made, unresolved = _findings_made(path)
+        unknown += unresolved
+        for code in made:
+            makers[code].add(module)
+    assert not unknown, "make() with a code the scan cannot read (pass a literal):\n" + "\n".join(unknown)
+    return makers
+
+
+def test_every_code_is_made_in_its_home_module_only():
+    makers = _makers()
+    strays = {
+        item.code: f"made in {sorted(makers[item.code])}, home {item.home}"
+        for item in CATALOGUE
+        if makers[item.code] != {item.home} - {ERROR_TEXT}
+    }
+    assert not strays, "a code made outside its home (call the home's function):\n" + "\n".join(f"{c}: {w}" for c, w in strays.items())
+
+
+def test_every_home_is_a_module_of_xlacc():
+    for item in CATALOGUE:
+        path = ROOT.joinpath(*item.home.split(".")).with_suffix(".py")
+        assert path.is_file(), f"{item.code}: home {item.home} is not a module"
+    text_only = {item.code for item in CATALOGUE if item.home == ERROR_TEXT}
+    assert text_only <= text.rule_codes(), "a code whose home is error_text must be one of its causes"

@@ -486,13 +486,15 @@ def _stale_result(target: Target, started: float) -> BuildResult:
     """The spec and the generated code disagree: compiling would build the old signature."""
     changes = "; ".join(target.signature_changes)
     check = Check("spec", False, f"{spec_mod.SPEC_FILE} changed since xlacc generated the code ({changes}): run `xlacc update`")
-    findings = generated.drift_findings(target.project, list(target.signature_changes), [])
+    from xlacc.commands.doctor.rules import project as project_rules  # lazy: it reads Python; only a stale spec needs it
+
+    findings = project_rules.drift_findings(target.project, list(target.signature_changes), [])
     return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], findings)
 
 
 def _conflicts_result(target: Target, started: float) -> BuildResult:
     """`xlacc update` left conflicts unresolved: the code would not compile, or not as either side meant."""
-    findings = generated.drift_findings(target.project, [], list(target.conflicts))
+    findings = generated.marker_findings(target.project, list(target.conflicts))
     check = Check("conflicts", False, f"unresolved in {', '.join(target.conflicts)}: edit each marked region, then build")
     return BuildResult(target.output, False, [], [], time.perf_counter() - started, [check], findings)
 

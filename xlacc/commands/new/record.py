@@ -29,6 +29,7 @@ from xlacc import spec as specmod
 from xlacc.ground import paths
 from xlacc.ground.catalogue import make
 from xlacc.ground.errors import UsageError
+from xlacc.ground.report import Finding
 from xlacc.ground.version import __version__
 from xlacc.spec.reading import tomllib
 
@@ -181,11 +182,15 @@ def _decoded(path: Path, data: bytes) -> str:
 CONFLICT_MARKER = re.compile(r"^(?:<<<<<<< yours|>>>>>>> xlacc)\r?$", re.MULTILINE)  # what `xlacc update` leaves around a conflict (either end)
 
 
-def drift_findings(spec: specmod.Spec, changes: list[str], markers: list[str]) -> list:
-    """What build, run-smoke and doctor say of a project whose spec moved on from its code
-    (``drift.signature_changes(spec)``) or whose files hold an update's conflict markers."""
-    found = [make("spec-changed", f"{spec.root / specmod.SPEC_FILE}: changed since xlacc generated the code ({'; '.join(changes)})")] if changes else []
-    return found + [make("update-conflict", f"{spec.root / where}: `<<<<<<< yours` left by `xlacc update`") for where in markers]
+def conflict_finding(conflicts: list[tuple[str, str]], fix: str | None = None) -> Finding:
+    """update-conflict for files an update could not merge, each as (path, what is wrong there): the
+    one place it is made, for update itself and for the markers build, run-smoke and doctor find."""
+    return make("update-conflict", "; ".join(f"{path}: {detail}" for path, detail in conflicts), fix=fix)
+
+
+def marker_findings(spec: specmod.Spec, markers: list[str]) -> list[Finding]:
+    """One update-conflict per file whose conflict markers (``path:line``) are still there."""
+    return [conflict_finding([(str(spec.root / where), "`<<<<<<< yours` left by `xlacc update`")]) for where in markers]
 
 
 def conflict_markers(spec: specmod.Spec) -> list[str]:

@@ -23,7 +23,7 @@ from xlacc.commands.new import migrate, wrap
 from xlacc.commands.new import project as scaffold
 from xlacc.commands.new import record as generated
 from xlacc.ground import locks
-from xlacc.ground.catalogue import entry, make
+from xlacc.ground.catalogue import entry
 from xlacc.ground.errors import UsageError
 from xlacc.ground.report import Check, Finding, Report
 from xlacc.spec import drift
@@ -250,7 +250,7 @@ def conflict_finding(conflicts: list[FileOutcome]) -> Finding:
         fix = f"Compare {files}: carry what you need into your file, delete the {NEW_SUFFIX} file, then `xlacc build`."
         if len(beside) < len(conflicts):
             fix += f" In the other files, {entry('update-conflict').fix[0].lower()}{entry('update-conflict').fix[1:]}"
-    return make("update-conflict", "; ".join(f"{o.path}: {o.detail}" for o in conflicts), fix=fix)
+    return generated.conflict_finding([(o.path, o.detail) for o in conflicts], fix)
 
 
 def write(directory: Path, spec: specmod.Spec, spec_text: str, rendered: dict[str, str], outcomes: list[FileOutcome]) -> None:

@@ -21,8 +21,8 @@ import numpy as np
 from xlacc import spec as spec_mod
 from xlacc.commands.smoke import numerics
 from xlacc.commands.smoke.records import RecordWriter
-from xlacc.ground import catalogue as findings
-from xlacc.ground.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM
+from xlacc.commands.doctor.rules import project as project_rules
+from xlacc.ground.report import EXIT_NEEDS_GPU, EXIT_OK, EXIT_PROBLEM, Finding
 
 # Problem sizes (elements) when --sizes is not given: 1, a size no block or vector width divides,
 # and a large one (16M on a GPU; smaller on the CPU, where the point is correctness, not bandwidth).
@@ -61,9 +61,9 @@ class Project:
     def example_inputs(self, size: int, rng: Any, dtype: str | None) -> tuple[list[Any], dict[str, Any]]:
         """The user's example_inputs(size, rng[, dtype]); what goes wrong in it is named as its own."""
         where = f"example_inputs({size}) in {self.spec.reference_file}"
-        make = self.reference_module.example_inputs
+        example_inputs = self.reference_module.example_inputs
         try:
-            made = make(size, rng) if dtype is None else make(size, rng, dtype)
+            made = example_inputs(size, rng) if dtype is None else example_inputs(size, rng, dtype)
         except Exception as exc:  # the user's code: its failure is the answer
             raise ExampleInputsError(f"{where}: {first_line(exc)}") from exc
         if not (isinstance(made, (tuple, list)) and len(made) == 2 and isinstance(made[0], (tuple, list)) and isinstance(made[1], dict)):
@@ -165,19 +165,19 @@ class Harness:
             self.failed = True
         return self.writer.check(name, ok, detail)
 
-    def finding(self, code: str, severity: str, title: str, evidence: str, fix: str) -> None:
-        if severity == "error":
+    def record(self, finding: Finding | None, once: bool = True) -> bool:
+        """Record a finding the rule that owns its code made from what this harness saw, once per
+        code unless ``once`` is False (the first evidence is the most direct); True when there was one."""
+        if finding is None:
+            return False
+        if once and finding.code in self.reported:
+            return True
+        self.reported.add(finding.code)
+        if finding.severity == "error":
             self.failed = True
-        self.writer.finding(code, severity, title, evidence, fix)
-
-    def report(self, code: str, evidence: str) -> None:
-        """A finding in the catalogue's wording for this harness, once per code: the first
-        evidence is the most direct."""
-        if code in self.reported:
-            return
-        self.reported.add(code)
-        severity, title, fix = self.wordings[code]
-        self.finding(code, severity, title, evidence, fix.replace("NAME/", f"{self.spec.package}/"))
+        fix = finding.fix.replace("NAME/", f"{self.spec.package}/")
+        self.writer.finding(finding.code, finding.severity, finding.title, finding.evidence, fix)
+        return True
 
     @contextmanager
     def step(self, name: str, check_name: str | None = None) -> Iterator[None]:
@@ -192,7 +192,7 @@ class Harness:
             self.check(check_name or name, False, first_line(exc))
 
     # -- numerics: the op against the reference; each harness supplies run_op ----------------------
-    wordings: dict[str, tuple[str, str, str]]  # each harness's: the catalogue's (severity, title, fix) by code
+    context = ""  # each harness's key of the catalogue's WORDINGS: how it words what it saw
     # Set by each harness once the project is loaded.
     args: argparse.Namespace
     spec: spec_mod.Spec
@@ -215,14 +215,8 @@ class Harness:
         self.report_sizes_alike(problems)
 
     def report_sizes_alike(self, problems: dict[int, str]) -> None:
-        """example_inputs that gave one problem for every size asked ran it under each size's label.
-        (Small sizes that round to one problem, a cache of one block, are the op's granularity.)"""
-        if len(problems) < 2 or len(set(problems.values())) > 1:
-            return
-        code = "example-inputs-ignore-size"
-        known = findings.entry(code)
-        asked = ", ".join(f"n={size}" for size in problems)
-        self.finding(code, known.severity, known.title, f"example_inputs gave the same operands for {asked}: {next(iter(problems.values()))}", known.fix)
+        """example_inputs that gave one problem for every size asked ran it under each size's label."""
+        self.record(project_rules.example_inputs_gave_one_problem(problems))
 
     def check_case(self, size: int, dtype: str | None) -> str:
         """Check the op against the reference on example_inputs(size); return the operands' shapes."""

@@ -22,26 +22,16 @@ import numpy as np
 from xlacc.commands.smoke.harness import Harness, Project, as_tuple, first_line, leave, load_project, parse_args
 from xlacc.commands.smoke.harness_transform_checks import TransformChecks
 from xlacc.commands.smoke.records import RecordWriter
-from xlacc.ground.catalogue import wordings
+from xlacc.commands.doctor.rules import custom_call, environment, registration
 from xlacc.readers import hlo
 
 # Where XLA looks a target up, by project platform (the legacy registry matches this exactly).
 XLA_PLATFORM = {"cpu": "Host", "cuda": "CUDA"}
-# Platform names some backend registers a handler for; JAX keeps anything else pending forever.
-LIVE_PLATFORMS = frozenset({"Host", "CUDA", "ROCM"})
-# The platform strings jax.ffi.register_ffi_target maps onto those, by project platform.
-ACCEPTED_PLATFORMS = {"cpu": ("cpu", "Host"), "cuda": ("CUDA", "gpu")}
-REGISTRY_KIND = {"ffi": "typed FFI", "legacy": "legacy"}
-REGISTER_API_VERSIONS = (0, 1)  # jax.ffi.register_ffi_target's scale: 0 legacy, 1 typed FFI
-
-# (severity, title, fix) per code, from the one catalogue.
-FINDINGS: dict[str, tuple[str, str, str]] = wordings("run-smoke jax")
-
 LOWERING_SIZE = 10_007
 
 
 class JaxHarness(Harness):
-    wordings = FINDINGS
+    context = "run-smoke jax"
 
     def __init__(self, args: Any, writer: RecordWriter):
         super().__init__(writer)
@@ -90,7 +80,7 @@ class JaxHarness(Harness):
             self.check_lowering()
         if self.device is None:
             self.needs_gpu = True
-            self.report("no-gpu", f"{self.spec.name} is a cuda project and jax sees no GPU here (devices: {self.devices_text()})")
+            self.record(environment.framework_sees_no_gpu(self.spec.name, "jax", self.devices_text(), self.context))
             self.check("numerics", None, "not run: execution needs a GPU")
         elif self.compiled_ok:
             self.check_numerics()
@@ -135,28 +125,9 @@ class JaxHarness(Harness):
         jax.ffi.register_ffi_target = register_ffi_target
 
     def judge_registration(self, platform: str, api_version: int) -> None:
-        call = f"register_ffi_target({self.spec.target!r}, platform={platform!r}, api_version={api_version})"
-        self.writer.step(f"registration: {call}")
-        accepted = ACCEPTED_PLATFORMS[self.spec.platform]
-        if platform not in accepted:
-            self.report(
-                "platform-name",
-                f"{call}: a {self.spec.platform} project must register for {' or '.join(map(repr, accepted))}; "
-                f"jax queues {platform!r} and XLA never sees the target",
-            )
-        expected = self.spec.jax_register_api_version
-        if api_version not in REGISTER_API_VERSIONS:
-            self.report(
-                "api-version-invalid",
-                f"{call}: jax takes api_version 1 (typed FFI) or 0 (legacy) here; this {self.spec.api} project registers with {expected}",
-            )
-        elif api_version != expected:
-            registry = {0: "the legacy registry", 1: "the typed FFI registry"}.get(api_version, f"api_version {api_version}")
-            self.report(
-                "api-version-mismatch",
-                f"{call} puts the {REGISTRY_KIND[self.spec.api]} entry point into {registry}; "
-                f"this {self.spec.api} project registers with api_version={expected} and calls with HLO api_version {self.spec.jax_api_version}",
-            )
+        self.writer.step(f"registration: register_ffi_target({self.spec.target!r}, platform={platform!r}, api_version={api_version})")
+        for finding in registration.jax_registration(self.spec, platform, api_version, self.context):
+            self.record(finding)
 
     def devices_text(self) -> str:
         import jax
@@ -192,23 +163,17 @@ class JaxHarness(Harness):
         entry = registered_entry(self.spec.target, platform)
         pending = pending_registrations()
         for queued_platform, name in pending:
-            if queued_platform not in LIVE_PLATFORMS and name in (self.spec.target, None):
-                what = f"target {self.spec.target!r}" if name else "an FFI type id"
-                self.report("platform-name", f"{what} is queued for platform {queued_platform!r}, which no jax backend uses; it is never registered")
+            self.record(registration.jax_pending(self.spec.target, queued_platform, name, self.context))
         ours = [p for p, name in pending if name == self.spec.target]
         self.check("registration", *self.registration_verdict(entry, platform, ours))
 
     def registration_verdict(self, entry: Any, platform: str, queued: list[str]) -> tuple[bool | None, str]:
-        target, expected = self.spec.target, REGISTRY_KIND[self.spec.api]
+        target, expected = self.spec.target, registration.REGISTRY_KIND[self.spec.api]
         if entry is _NO_INTROSPECTION:
             return True, "register() ran; this jaxlib cannot list its registry, so the call below is the proof"
         if entry is not None:
             kind = "typed FFI" if isinstance(entry, dict) else "legacy"
-            if kind != expected:
-                self.report(
-                    "api-version-mismatch",
-                    f"{target!r} is registered for {platform} as {kind}, but the project calls it with api_version {self.spec.jax_api_version} ({expected})",
-                )
+            if self.record(registration.registered_kind(self.spec, platform, kind, self.context)):
                 return False, f"{target} is registered for {platform} as {kind}; the call expects {expected}"
             return True, f"{target} is registered for {platform} as {kind}"
         if platform in queued and self.device is None:
@@ -221,7 +186,7 @@ class JaxHarness(Harness):
             )
         where = f" (queued for {', '.join(map(repr, queued))})" if queued else ""
         if "platform-name" not in self.reported:  # else that is why
-            self.report("target-not-registered", f"after register(), {target!r} is not in XLA's {platform} registry{where}")
+            self.record(registration.not_registered(target, platform, queued, self.context))
         return False, f"{target} is not registered for {platform}{where}"
 
     def handed_to_plugin(self, platform: str, queued: list[str]) -> str | None:
@@ -229,7 +194,7 @@ class JaxHarness(Harness):
         platform and api_version that jax no longer holds back was handed to it."""
         if platform in queued:
             return None
-        accepted = ACCEPTED_PLATFORMS[self.spec.platform]
+        accepted = registration.JAX_PLATFORMS[self.spec.platform]
         expected = self.spec.jax_register_api_version
         for name, api_version in self.registrations:
             if name in accepted and api_version == expected:
@@ -305,15 +270,13 @@ class JaxHarness(Harness):
         target, expected = self.spec.target, self.spec.jax_api_version
         ours = hlo.calls_to(calls, target)
         if not ours:
-            others = sorted({c.target for c in calls})
-            if others:
-                return False, f"{where} calls {', '.join(others)}, not {target}"
-            self.report("op-optimized-away", f"the {where} of {self.spec.name} holds no custom call to {target!r}")
-            return False, f"no custom call to {target} in the {where}"
+            if self.record(custom_call.optimized_away(f"the {where} of {self.spec.name} holds no custom call to {target!r}", calls, self.context)):
+                return False, f"no custom call to {target} in the {where}"
+            return False, f"{where} calls {', '.join(sorted({c.target for c in calls}))}, not {target}"
         wrong = [c for c in ours if c.api_version != expected]
         if wrong:
             got = hlo.api_version_name(wrong[0].api_version)
-            self.report("api-version-mismatch", f"{where}: {wrong[0].line[:300]}")
+            self.record(registration.called_with(wrong[0], expected, self.context, where, shown=300))
             return False, f"{where}: {target} is called with {got}, the project's api is {hlo.api_version_name(expected)}"
         if where.startswith("StableHLO"):
             return True, f"{where}: stablehlo.custom_call @{target} ({hlo.api_version_name(expected)})"

@@ -35,7 +35,7 @@ from xlacc.commands.smoke.harness import (
 )
 from xlacc.commands.smoke.records import RecordWriter
 from xlacc.commands.smoke.torch_arrays import from_torch, to_torch
-from xlacc.ground.catalogue import wordings
+from xlacc.commands.doctor.rules import custom_call, environment, registration, sizes
 from xlacc.readers import hlo
 from xlacc.spec import DTYPE_INFO
 
@@ -44,9 +44,6 @@ from xlacc.spec import DTYPE_INFO
 LOWERING_SIZES = (1000, 6007)
 HLO_ELEMENT_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i32": "s32", "i64": "s64"}
 _HLO_SHAPE = re.compile(r"(?P<type>[a-z]+\d*)\[(?P<dims>[\d,]*)\]")
-
-# (severity, title, fix) per code, from the one catalogue.
-FINDINGS: dict[str, tuple[str, str, str]] = wordings("run-smoke torch-xla")
 
 
 def _operand_tags() -> tuple[tuple[str, Callable[[Any], Any]], ...]:
@@ -80,7 +77,7 @@ class Lowering:
 
 
 class TorchXlaHarness(Harness):
-    wordings = FINDINGS
+    context = "run-smoke torch-xla"
 
     def __init__(self, args: Any, writer: RecordWriter):
         super().__init__(writer)
@@ -140,13 +137,13 @@ class TorchXlaHarness(Harness):
             started = True
         if not started:
             return
-        without = f"torch_xla {self.version}, PJRT device {self.device_type}: it cannot register custom-call targets"
-        if self.jax_device is None:
+        ran_through_jaxlib = self.jax_device is not None
+        if not ran_through_jaxlib:
             self.needs_gpu = True
             self.check("numerics", None, "not run: the program torch_xla emits runs through jaxlib on a GPU, and jax sees none here")
-            self.report("torch-xla-no-cuda", f"{without}; only the lowering was checked (running its program through jaxlib needs a GPU)")
+        self.record(environment.torch_xla_cannot_run(self.version, self.device_type, ran_through_jaxlib, self.context))
+        if not ran_through_jaxlib:
             return
-        self.report("torch-xla-no-cuda", f"{without}; the program it emitted ran through jaxlib's XLA instead")
         with self.step("registration for jaxlib", "execution"):
             self._jaxlib_library = xla_program.register_legacy(
                 self.spec.target, self.project.package.library(), self.spec.legacy_symbol, self.spec.platform
@@ -215,10 +212,8 @@ class TorchXlaHarness(Harness):
         if first.call is None or second.call is None or first.call.operand_shapes == second.call.operand_shapes:
             return  # nothing to tell: the template gave both sizes the same shapes
         self.sizes_compared.append(f"n={small} and n={large}")
-        if first.call.backend_config != second.call.backend_config:
-            return
-        self.report("hardcoded-size", f"backend_config is {first.call.backend_config!r} for n={small} and for n={large}")
-        first.fail("backend_config", f"the same for n={small} and n={large}")
+        if self.record(sizes.backend_config_fixed(small, large, first.call, second.call, self.context)):
+            first.fail("backend_config", f"the same for n={small} and n={large}")
 
     def lower(self, size: int, dtype: str | None, tags) -> Lowering:
         import torch_xla
@@ -229,14 +224,14 @@ class TorchXlaHarness(Harness):
         outputs = as_tuple(getattr(self.ops, self.spec.name)(*tagged, **attrs))
         text = torch_xla._XLAC._get_xla_tensors_hlo(list(outputs))
         lowering = Lowering()
-        ours = hlo.calls_to(hlo.hlo_custom_calls(text), self.spec.target)
+        calls = hlo.hlo_custom_calls(text)
+        ours = hlo.calls_to(calls, self.spec.target)
         if not ours:
-            others = sorted({c.target for c in hlo.hlo_custom_calls(text)})
-            if others:
-                lowering.fail("lowering", f"the HLO calls {', '.join(others)}, not {self.spec.target}")
-            else:
-                self.report("op-optimized-away", f"the HLO of xlacc::{self.spec.name} holds no custom-call:\n{text.strip()[-1500:]}")
+            evidence = f"the HLO of xlacc::{self.spec.name} holds no custom-call:\n{text.strip()[-1500:]}"
+            if self.record(custom_call.optimized_away(evidence, calls, self.context)):
                 lowering.fail("lowering", f"no custom-call to {self.spec.target} in the HLO")
+            else:
+                lowering.fail("lowering", f"the HLO calls {', '.join(sorted({c.target for c in calls}))}, not {self.spec.target}")
             return lowering
         lowering.call = call = ours[0]
         label = case_label(size, operands)
@@ -249,8 +244,7 @@ class TorchXlaHarness(Harness):
 
     def verify_api(self, call: hlo.CustomCall, lowering: Lowering) -> None:
         expected = self.spec.legacy_api_version
-        if call.api_version != expected:
-            self.report("api-version-mismatch", call.line[:400])
+        if self.record(registration.called_with(call, expected, self.context)):
             lowering.fail("lowering", f"api_version={hlo.api_version_name(call.api_version)}, expected {hlo.api_version_name(expected)}")
 
     def expected_backend_config(self, tensors: list[Any], attrs: dict[str, Any]) -> str:
@@ -265,26 +259,24 @@ class TorchXlaHarness(Harness):
 
     def verify_backend_config(self, call: hlo.CustomCall, tensors: list[Any], attrs: dict[str, Any], lowering: Lowering) -> None:
         expected = self.expected_backend_config(tensors, attrs)
+        if not self.record(custom_call.backend_config(call.backend_config, expected, self.context)):
+            return
         if call.backend_config != expected:
-            self.report("backend-config-invalid", f"the HLO has backend_config={call.backend_config!r}; the spec gives {expected!r}")
             lowering.fail("backend_config", f"{call.backend_config!r} instead of {expected!r}")
-        elif not call.backend_config or hlo.parse_backend_config(call.backend_config) is None:
-            self.report("backend-config-invalid", f"backend_config={call.backend_config!r} is not `key=value` pairs joined by ';'")
+        else:
             lowering.fail("backend_config", f"{call.backend_config!r} is not key=value pairs")
 
     def verify_operands(self, call: hlo.CustomCall, text: str, tensors: list[Any], tags, label: str, lowering: Lowering) -> None:
         names = [t.name for t in self.spec.inputs]
-        if len(call.operands) != len(tensors):
-            self.report("operand-mismatch", f"{len(call.operands)} operands in the HLO for {len(names)} inputs ({', '.join(names)}): {call.line[:400]}")
+        if self.record(custom_call.operand_count(call, len(tensors), names, self.context)):
             lowering.fail("operands", f"{len(call.operands)} operands for {len(names)} inputs")
             return
         instructions = hlo.hlo_instructions(text)
         tag_of = {opcode: i for i, (opcode, _) in enumerate(tags)}
         for position, (operand, shape, tensor) in enumerate(zip(call.operands, call.operand_shapes, tensors)):
             source = tag_of.get(_tag_opcode(operand, instructions, tag_of))
-            if position < len(tags) and source != position:
-                got = names[source] if source is not None and source < len(names) else "an unknown tensor"
-                self.report("operand-mismatch", f"operand {position} of the custom-call is {got}, the spec's input {position} is {names[position]} ({label})")
+            if position < len(tags) and self.record(custom_call.operand_order(position, source, names, label, self.context)):
+                got = custom_call.operand_name(source, names)
                 lowering.fail("operands", f"operand {position} is {got}, expected {names[position]}")
             want = hlo_shape(tensor)
             if _shape_key(shape) != want:
@@ -298,8 +290,7 @@ class TorchXlaHarness(Harness):
         shapes = [out.shape if out.scratch else next(references, ()) for out in self.spec.outputs]
         shapes += [inputs[t.like][: t.like_stop] for t in self.spec.saved]
         want = [f"{HLO_ELEMENT_TYPES[d]}[{','.join(str(n) for n in shape)}]" for d, shape in zip(dtypes, shapes)]
-        if got != want:
-            self.report("result-mismatch", f"{label}: the custom-call returns {call.result_shape}; the reference and the spec give {', '.join(want)}")
+        if self.record(custom_call.results(label, call.result_shape, got, want, self.context)):
             lowering.fail("results", f"{', '.join(got)} instead of {', '.join(want)}")
 
     def output_dtype(self, out, operands: list[Any]) -> str:

@@ -202,7 +202,7 @@ class TransformChecks:
         call = jax.jit(self.h.op(attrs))
         compiled = call.lower(*sharded).compile().as_text()
         for finding in hlo_sharding.diagnose(compiled, where=f"compiled HLO of jit({self.spec.name}) over {name}"):
-            self.h.finding(finding.code, finding.severity, finding.title, finding.evidence, finding.fix)
+            self.h.record(finding, once=False)
         collectives = sorted({m.group(1) for m in COLLECTIVE.finditer(compiled)})
         outputs = as_tuple(call(*sharded))
         expected = as_tuple(self.h.project.reference(*[numerics.widen(a) for a in operands], **attrs))

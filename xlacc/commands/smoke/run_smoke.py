@@ -24,12 +24,12 @@ from typing import Any
 from xlacc import spec as spec_mod
 from xlacc.commands.build import builder
 from xlacc.commands.doctor.rules import build_record, verify
+from xlacc.commands.doctor.rules.crash import child_crash
 from xlacc.commands.doctor.rules.run import diagnose_output
 from xlacc.commands.new import update
 from xlacc.commands.smoke.live import LiveChecks
 from xlacc.commands.smoke.runner import ChildResult, run_harness
 from xlacc.ground import paths, resources, toolchain
-from xlacc.ground.catalogue import make as make_finding
 from xlacc.ground.errors import ToolchainMissing, UsageError
 from xlacc.ground.report import (
     EXIT_NEEDS_GPU,
@@ -59,10 +59,6 @@ FAULT_HANDLER_FRAME = re.compile(
     re.MULTILINE,
 )
 XLACC_PACKAGE = resources.PACKAGE_DIR
-KILLED_FROM_OUTSIDE_FIX = (
-    "SIGKILL comes from outside the process, most often the out-of-memory killer (`dmesg | grep -i 'killed process'`): "
-    "run smaller problems (`--sizes`), or make example_inputs and the reference allocate less."
-)
 # The harnesses check jax's registries themselves: where one found what is wrong with the
 # registration, the text rules' guesses at it from the same run's output are noise.
 REGISTRATION_MEASURED = frozenset({"platform-name", "api-version-mismatch", "api-version-invalid", "target-not-registered"})
@@ -275,19 +271,9 @@ def diagnosis(result: ChildResult, how: str, already: set[str]) -> list[Finding]
         return findings
     crashes = [f for f in findings if f.code == "kernel-crash"]
     others = [f for f in findings if f.code != "kernel-crash"]
-    if result.signal_name == "SIGKILL":  # sent from outside: no crash of the kernel's ends this way
-        return others + [make_finding("kernel-crash", f"{how}: most likely out of memory", fix=KILLED_FROM_OUTSIDE_FIX, likelihood=CHILD_FINDING_LIKELIHOOD)]
-    where = python_at_the_crash(result.output)
-    if where is not None:  # the user's Python was running, not a custom call
-        return others + [make_finding(
-            "kernel-crash",
-            f"{how}, in your Python code at {where}",
-            title=f"the process was killed by {result.signal_name} while your Python code ran",
-            fix=f"The signal came from {where} or what it called (os.abort, os.kill, a C extension), not from a kernel: look there.",
-            likelihood=CHILD_FINDING_LIKELIHOOD,
-        )]
-    if not crashes:
-        return others + [make_finding("kernel-crash", how, likelihood=CHILD_FINDING_LIKELIHOOD)]
+    where = None if result.signal_name == "SIGKILL" else python_at_the_crash(result.output)
+    if result.signal_name == "SIGKILL" or where is not None or not crashes:
+        return others + [child_crash(how, result.signal_name, where, likelihood=CHILD_FINDING_LIKELIHOOD)]
     crash = max(crashes, key=lambda f: f.likelihood)  # the signal and the crash text: one finding
     return others + [replace(crash, evidence=f"{how}: {crash.evidence}")]
 

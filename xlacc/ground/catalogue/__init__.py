@@ -4,8 +4,9 @@ and which rule module detects it.
 It is the only source of codes and texts, for doctor's rules and for the other commands (build's
 compiler messages, run-smoke's harnesses). Rules never write these texts themselves: they call
 :func:`make` with a code and the evidence they saw, and may override the title or fix with
-something more specific. A harness that reports a code in its own situation takes its words from
-:data:`WORDINGS`. docs/doctor.md and the README's table are generated from this package
+something more specific. Each entry names its ``home``, the one module that makes its findings:
+build and run-smoke's harnesses hand that module what they saw, and a harness passes its
+``context`` so that the finding takes its words from :data:`WORDINGS`. docs/doctor.md and the README's table are generated from this package
 (``python tools/doctor_docs.py``), and a test keeps them equal. One module per group holds its
 entries.
 """
@@ -56,9 +57,14 @@ def make(
     fix: str | None = None,
     likelihood: float | None = None,
     severity: Severity | None = None,
+    context: str | None = None,
 ) -> Finding:
-    """A Finding for ``code`` with the catalogue's title, fix and severity unless overridden."""
+    """A Finding for ``code`` with the catalogue's title, fix and severity unless overridden; with a
+    ``context`` (a key of :data:`WORDINGS`, as ``"run-smoke jax"``), in that command's words."""
     known = entry(code)
+    if context is not None:
+        worded = WORDINGS[context][code]
+        title, fix, severity = title or worded.title, fix or worded.fix, severity or worded.severity
     return Finding(
         code=code,
         severity=severity or known.severity,

@@ -1,6 +1,6 @@
 """Finding codes about building the library."""
 
-from xlacc.ground.catalogue.entry import CatalogueEntry
+from xlacc.ground.catalogue.entry import RULES, CatalogueEntry
 
 ENTRIES: tuple[CatalogueEntry, ...] = (
     CatalogueEntry(
@@ -12,6 +12,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "compiler's own `file:line` lines (warnings from XLA's headers are shown only with `--verbose`).",
         "Fix the lines shown; `xlacc build --verbose` prints the command line and the full compiler output.",
         "`kernel.cu(12): error: identifier \"blockIdx_x\" is undefined`",
+        home=RULES + "compiler",
     ),
     CatalogueEntry(
         "compiler-warning",
@@ -22,6 +23,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "XLA's headers).",
         "Review the warnings shown; `xlacc build --verbose` prints every compiler line.",
         "`kernel.cu(30): warning #177-D: variable \"n\" was declared but never referenced`",
+        home=RULES + "compiler",
     ),
     CatalogueEntry(
         "library-unreadable",
@@ -32,5 +34,6 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "written incompletely (a full disk, another process writing the same path).",
         "Rebuild with `xlacc build --force`; check free disk space and that no other build writes the same output.",
         "`build/libop.so: ELF file cut short (4096 bytes, its headers need 18432)`",
+        home="xlacc.commands.build.builder",
     ),
 )

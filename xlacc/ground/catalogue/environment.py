@@ -1,6 +1,6 @@
 """Finding codes about the environment: toolkits, frameworks, GPUs, variables."""
 
-from xlacc.ground.catalogue.entry import CatalogueEntry
+from xlacc.ground.catalogue.entry import RULES, CatalogueEntry
 
 ENTRIES: tuple[CatalogueEntry, ...] = (
     CatalogueEntry(
@@ -13,6 +13,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "`pip install -e '.[cuda]'` (CUDA 13 nvcc, runtime and CCCL headers from PyPI, about 130 MB), "
         "or install a CUDA toolkit and put its bin/ on PATH, or pass `--nvcc PATH`.",
         "`xlacc doctor` on a machine without a CUDA toolkit: `nvcc: command not found`",
+        home=RULES + "environment",
     ),
     CatalogueEntry(
         "no-gpu",
@@ -24,6 +25,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Run on a machine with an NVIDIA GPU and its driver; pass `--arch sm_XY` to check a .so for the GPU "
         "it will run on; for JAX on a GPU install the CUDA plugin (`pip install \"jax[cuda13]\"`).",
         "`nvidia-smi` absent, or `CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected`",
+        home=RULES + "environment",
     ),
     CatalogueEntry(
         "torch-xla-no-cuda",
@@ -38,6 +40,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "the CPU (`torch_xla._XLAC._get_xla_tensors_hlo([out])`), as `xlacc run-smoke` does before it runs the "
         "emitted program through jaxlib.",
         "`RuntimeError: No PjRtPlugin registered for: CUDA` or `RegisterCustomCall not implemented`",
+        home=RULES + "environment",
     ),
     CatalogueEntry(
         "torch-xla-version-mismatch",
@@ -48,6 +51,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "with another torch it fails at import with an undefined C++ symbol from c10/ATen.",
         "Install the same release of both: `pip install torch==X.Y.Z torch_xla==X.Y.Z`.",
         "`ImportError: .../_XLAC.cpython-311-x86_64-linux-gnu.so: undefined symbol: _ZNK3c1010TensorImpl...`",
+        home=RULES + "environment",
     ),
     CatalogueEntry(
         "jax-legacy-api-removed",
@@ -59,6 +63,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Register with `jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(lib.SYMBOL), platform=\"CUDA\")` "
         "(api_version=1, typed FFI; api_version=0 for a legacy entry point) and call with `jax.ffi.ffi_call`.",
         "`AttributeError: register_custom_call_target has been removed in JAX v0.6.0; use the JAX FFI instead`",
+        home=RULES + "python",
     ),
     CatalogueEntry(
         "ffi-api-skew",
@@ -73,6 +78,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "and rebuild after every jaxlib upgrade; install the CUDA plugin of jaxlib's exact version "
         "(`pip install -U \"jax[cuda13]\"`).",
         "`XLA FFI handler registration for my_op on platform CUDA (canonical cuda) failed because the handler's API version (0.4) is incompatible with the framework's API version (0.3)`",
+        home=RULES + "environment",
     ),
     CatalogueEntry(
         "torchax-shadowed",
@@ -85,6 +91,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Install torchax again after torch_xla, without touching its dependencies: "
         "`pip install --force-reinstall --no-deps torchax==0.0.13`.",
         "`File \".../torchax/checkpoint.py\", line 4, in <module> from flax.training import checkpoints ModuleNotFoundError: No module named 'flax'`",
+        home=RULES + "environment",
     ),
     CatalogueEntry(
         "xla-flags-invalid",
@@ -97,6 +104,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Remove the flag from XLA_FLAGS, or correct its name or value (`--xla_name=value`; "
         "`python -c \"import jax; jax.devices()\"` shows the same abort).",
         "`F1124 parse_flags_from_env.cc:234] Unknown flag in XLA_FLAGS: --xla_bogus_flag=1`",
+        home=RULES + "error_text",
     ),
     CatalogueEntry(
         "jax-preallocation",
@@ -111,5 +119,6 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "or cap jax's share with `XLA_PYTHON_CLIENT_MEM_FRACTION=0.4`; xlacc's torchax harness and the generated "
         "examples set the first.",
         "`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 39.59 GiB. ... this process has 59.92 GiB memory in use. Of the allocated memory 0 bytes is allocated by PyTorch`",
+        home=RULES + "environment",
     ),
 )

@@ -1,6 +1,6 @@
 """Finding codes about a shared library and what it exports."""
 
-from xlacc.ground.catalogue.entry import CatalogueEntry
+from xlacc.ground.catalogue.entry import RULES, CatalogueEntry
 
 ENTRIES: tuple[CatalogueEntry, ...] = (
     CatalogueEntry(
@@ -13,6 +13,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Rebuild it with `xlacc build` (or `nvcc -shared -Xcompiler -fPIC`), copy it whole, and build for this "
         "machine's CPU architecture.",
         "`OSError: ./xla_gpu_custom_ops.so: invalid ELF header`",
+        home=RULES + "library",
     ),
     CatalogueEntry(
         "library-not-found",
@@ -23,6 +24,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Build it first (`xlacc build`), and load it by an absolute path (e.g. `Path(__file__).parent / "
         "\"build/libop.so\"`).",
         "`OSError: ./xla_gpu_custom_ops.so: cannot open shared object file: No such file or directory`",
+        home=RULES + "library",
     ),
     CatalogueEntry(
         "dependency-missing",
@@ -34,6 +36,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Install the missing library or add its directory to LD_LIBRARY_PATH; link the CUDA runtime statically "
         "(nvcc's default, `-cudart static`); give libraries shipped alongside an `$ORIGIN` RUNPATH.",
         "`OSError: libcudart.so.12: cannot open shared object file: No such file or directory`",
+        home=RULES + "library",
     ),
     CatalogueEntry(
         "symbol-missing",
@@ -44,6 +47,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "defining it was not compiled in.",
         "Use the exported name (the closest ones are listed), or add the source that defines it to the build.",
         "`AttributeError: ./libop.so: undefined symbol: XlaGpuSimpleAdd`",
+        home=RULES + "symbols",
     ),
     CatalogueEntry(
         "symbol-mangled",
@@ -54,6 +58,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "(`_Z15XlaGpuSimpleAddP11CUstream_stPPvPKcm`), so ctypes cannot find the plain name.",
         "Declare the entry point `extern \"C\"` (`XLA_FFI_DEFINE_HANDLER_SYMBOL` already is).",
         "`void XlaGpuSimpleAdd(cudaStream_t, void**, const char*, size_t)` defined without `extern \"C\"`",
+        home=RULES + "symbols",
     ),
     CatalogueEntry(
         "symbol-hidden",
@@ -65,6 +70,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Mark it `__attribute__((visibility(\"default\")))` (xlacc builds with -fvisibility=hidden), and keep it "
         "out of anonymous namespaces and `static`.",
         "`nvcc -shared -Xcompiler -fPIC,-fvisibility=hidden` on an entry point without visibility(\"default\")",
+        home=RULES + "symbols",
     ),
     CatalogueEntry(
         "arch-mismatch",
@@ -77,5 +83,6 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Rebuild for the GPU: `xlacc build --arch sm_XY`, or `-gencode arch=compute_XY,code=[sm_XY,compute_XY]` "
         "(SASS, plus PTX that newer GPUs can JIT).",
         "`INTERNAL: launch failed: no kernel image is available for execution on the device`",
+        home=RULES + "verify",
     ),
 )

@@ -1,6 +1,6 @@
 """Finding codes about a generated project and its spec."""
 
-from xlacc.ground.catalogue.entry import CatalogueEntry
+from xlacc.ground.catalogue.entry import RULES, CatalogueEntry
 
 ENTRIES: tuple[CatalogueEntry, ...] = (
     CatalogueEntry(
@@ -14,6 +14,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Run `xlacc update`: it regenerates xlacc's files from the spec, merges your edits, and names each launch "
         "function of your kernel whose parameters changed (`NAME_launch<T>() in kernel.cu is called with (...) now`).",
         "an `[[inputs]]` table added to xlacc.toml, then `xlacc build`",
+        home=RULES + "project",
     ),
     CatalogueEntry(
         "update-conflict",
@@ -24,6 +25,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Both versions are left in the file between `<<<<<<< yours` and `>>>>>>> xlacc` markers; nothing was lost.",
         "Edit each marked region to what it should be and delete the markers, then `xlacc build`.",
         "`<<<<<<< yours` in kernel.cu after `xlacc update`",
+        home="xlacc.commands.new.record",
     ),
     CatalogueEntry(
         "example-inputs-ignore-size",
@@ -37,6 +39,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Build the operands from `size` (about `size` elements: `random_array(rng, (size,), dtype)`, or rows of a "
         "fixed width with `size // width` rows), so each numerics check runs the problem it names.",
         "`def example_inputs(size, rng): return [np.ones(2, np.float32)], {}`",
+        home=RULES + "project",
     ),
     CatalogueEntry(
         "template-stub-link",
@@ -51,6 +54,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "`-static-global-template-stub=false` to the compiler flags (`[build] flags` in xlacc.toml, `--flag` for "
         "kernel files).",
         "`warning #20280-D: when \"-static-global-template-stub=true\" ... must have a definition in the current translation unit`",
+        home=RULES + "compiler",
     ),
     CatalogueEntry(
         "include-missing",
@@ -65,6 +69,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "--include DIR` records it); for PyTorch's headers, wrap the launcher with `xlacc new --from`, whose build "
         "puts xlacc's PyTorch stand-ins (xlacc_torch_compat.h) on the include path.",
         "`kernel.cu:5:10: fatal error: cuda_utils.h: No such file or directory`",
+        home=RULES + "compiler",
     ),
     CatalogueEntry(
         "rule-crashed",
@@ -76,5 +81,6 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Report it with the command you ran and, if you can share them, the files doctor read (the evidence "
         "names the rule and the error); the other findings stand.",
         "a rule meets input it was never written for and raises `IndexError: list index out of range`",
+        home="xlacc.commands.doctor.guard",
     ),
 )

@@ -1,6 +1,6 @@
 """Finding codes about registering and calling a custom call."""
 
-from xlacc.ground.catalogue.entry import CatalogueEntry
+from xlacc.ground.catalogue.entry import RULES, CatalogueEntry
 
 ENTRIES: tuple[CatalogueEntry, ...] = (
     CatalogueEntry(
@@ -13,6 +13,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "(CPU) ever apply. torch_xla <= 2.8 accepts exactly \"CUDA\".",
         "JAX: `platform=\"CUDA\"` (or \"gpu\"); torch_xla: exactly `\"CUDA\"`; on the CPU: `\"cpu\"`.",
         "`jax.ffi.register_ffi_target(\"my_op\", capsule, platform=\"GPU\")`",
+        home=RULES + "registration",
     ),
     CatalogueEntry(
         "api-version-mismatch",
@@ -29,6 +30,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "with api 2 on the GPU (3 on the CPU). Add the `XlaCustomCallStatus*` parameter instead of calling a "
         "4-parameter function with api 2 or 3.",
         "`_xla_custom_call([a, b], \"XlaGpuSimpleAdd\", [[3]], [torch.float32], False, \"\", 4, {})` with `void XlaGpuSimpleAdd(cudaStream_t, void**, const char*, size_t)`",
+        home=RULES + "registration",
     ),
     CatalogueEntry(
         "api-version-invalid",
@@ -41,6 +43,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Pass the api_version explicitly: 2 (GPU legacy, status-returning), 3 (CPU legacy), 4 (typed FFI, JAX); "
         "register_ffi_target: 1 for a typed handler, 0 for a legacy function.",
         "`UNIMPLEMENTED: API version 2 is not supported by RegisterCustomCallTarget. Supported versions are 0 and 1.`",
+        home=RULES + "registration",
     ),
     CatalogueEntry(
         "legacy-api-deprecated",
@@ -52,6 +55,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Move to typed FFI (api 4, `XLA_FFI_DEFINE_HANDLER_SYMBOL`) for JAX, or a status-returning entry point "
         "(api 2 on the GPU, 3 on the CPU) for torch_xla; `xlacc new` writes both.",
         "`Custom call API version `API_VERSION_ORIGINAL` is not supported by XLA:GPU ... It will be fully removed in November 2025.`",
+        home=RULES + "registration",
     ),
     CatalogueEntry(
         "target-not-registered",
@@ -65,6 +69,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "\"NAME\", capsule, \"CUDA\")`; the name is case-sensitive. Pending JAX registrations for unknown platforms "
         "are listed in `jaxlib.xla_client._custom_callback`.",
         "`UNIMPLEMENTED: No registered implementation for custom call to XlaGpuSimpleAdd for platform CUDA`",
+        home=RULES + "registration",
     ),
     CatalogueEntry(
         "capsule-required",
@@ -76,6 +81,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Wrap it: `jax.ffi.pycapsule(lib.SYMBOL)`, or `ctypes.pythonapi.PyCapsule_New(addr, None, None)` "
         "with `restype = ctypes.py_object`.",
         "`TypeError: _xla_register_custom_call_target(): incompatible function arguments ... (arg0: str, arg1: typing_extensions.CapsuleType, arg2: str)`",
+        home=RULES + "python",
     ),
     CatalogueEntry(
         "fixed-target-api",
@@ -87,6 +93,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Use `torch_xla._XLAC._xla_custom_call(inputs, \"TARGET\", output_shapes, output_dtypes, False, "
         "backend_config, 2, {})`.",
         "`AttributeError: module '_XLAC' has no attribute '_xla_gpu_custom_call'`",
+        home=RULES + "python",
     ),
     CatalogueEntry(
         "operand-mismatch",
@@ -98,6 +105,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Pass exactly the operands the binding declares, with its dtypes (cast with `.astype`), or bind "
         "`ffi::AnyBuffer` and check the dtype inside the handler.",
         "`[execute] Wrong number of arguments: expected 2 but got 1`",
+        home=RULES + "custom_call",
     ),
     CatalogueEntry(
         "result-mismatch",
@@ -109,6 +117,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Give one result_shape_dtypes entry (torch_xla: one output shape and dtype) per `.Ret<...>()`, with the "
         "declared dtypes.",
         "`[execute] Wrong number of results: expected 1 but got 2`",
+        home=RULES + "custom_call",
     ),
     CatalogueEntry(
         "backend-config-invalid",
@@ -122,6 +131,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "api 4: pass attributes as keyword arguments (`ffi_call(...)(x, n=np.int64(3))`) or a `{name = value : "
         "type}` dictionary, matching each `.Attr<T>(\"name\")`; api 1-3: a plain string that the kernel parses.",
         "`[execute] Wrong number of attributes: expected 1 but got 0`",
+        home=RULES + "custom_call",
     ),
     CatalogueEntry(
         "output-dtype-type",
@@ -132,6 +142,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "misread as another type.",
         "Pass the dtype itself: `[x.dtype]` or `[torch.float32]`.",
         "`_xla_custom_call([q], \"op\", [list(q.shape)], [str(q.dtype)], ...)` -> `RuntimeError: Type not supported: QUInt8`",
+        home=RULES + "python",
     ),
     CatalogueEntry(
         "opaque-size-mismatch",
@@ -144,5 +155,6 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Make the struct.pack format match the C struct field by field, padding included (`struct.calcsize` must "
         "equal `sizeof`), or pack the descriptor in C++ (`PackDescriptor`) so both sides share one definition.",
         "`struct.pack(\"<qi\", n, k)` (12 bytes) for `struct Desc { int64_t n; int64_t k; }` (16 bytes)",
+        home=RULES + "crossfile",
     ),
 )

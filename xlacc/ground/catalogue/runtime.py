@@ -1,6 +1,6 @@
 """Finding codes about what a run printed or how it ended."""
 
-from xlacc.ground.catalogue.entry import CatalogueEntry
+from xlacc.ground.catalogue.entry import RULES, CatalogueEntry
 
 ENTRIES: tuple[CatalogueEntry, ...] = (
     CatalogueEntry(
@@ -14,6 +14,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Run custom-call code in a child process (`xlacc run-smoke` does) and check `xlacc doctor` on the "
         "sources for api-version-mismatch and hardcoded-size; look for a `Check failed:` line above the crash.",
         "`Fatal Python error: Segmentation fault` / exit status -11 (SIGSEGV)",
+        home=RULES + "crash",
     ),
     CatalogueEntry(
         "cuda-init-before-fork",
@@ -25,6 +26,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Start children with `multiprocessing.get_context(\"spawn\")` (or `set_start_method(\"spawn\")`), or "
         "initialise CUDA, torch_xla or JAX only inside the children.",
         "`RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method`",
+        home=RULES + "python",
     ),
     CatalogueEntry(
         "torchax-no-lowering",
@@ -42,6 +44,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "torchax.interop.call_jax(jax_fn, *args))`, with the jax function taking the op's arguments positionally. "
         "For an aten op: the same override with a jax implementation, or ops torchax lowers.",
         "`torchax.tensor.OperatorNotFound: Operator with name aten::poisson has no lowering`",
+        home=RULES + "error_text",
     ),
     CatalogueEntry(
         "torchax-mixed-tensors",
@@ -58,5 +61,6 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "with `torchax.interop.torch_view(a)` (no copy, as a KV cache held by jax should be); take the array out with "
         "`t.jax()`; run every torchax op inside the environment (or `torchax.enable_globally()`).",
         "`AssertionError: Expect a Tensor or a View but got <class 'torch.Tensor'>; usually this means there is a mixed math between XLATensor and torch.Tensor`",
+        home=RULES + "error_text",
     ),
 )

@@ -1,6 +1,6 @@
 """Finding codes about kernels and entry points in source."""
 
-from xlacc.ground.catalogue.entry import CatalogueEntry
+from xlacc.ground.catalogue.entry import RULES, CatalogueEntry
 
 ENTRIES: tuple[CatalogueEntry, ...] = (
     CatalogueEntry(
@@ -14,6 +14,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "handlers from their buffers (`buffer.element_count()`, `buffer.dimensions()`); legacy entry points parse "
         "them from backend_config (`opaque`, `opaque_len`).",
         "`const int size = 3;` then `SimpleAddKernel<<<blocks, threads, 0, stream>>>(a, b, out, size);`",
+        home=RULES + "sizes",
     ),
     CatalogueEntry(
         "stream-ignored",
@@ -26,6 +27,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "(`xlacc::launch(kernel, grid, block, shared_bytes, stream, ...)`, `cudaLaunchKernel(kernel, grid, block, "
         "args, shared_bytes, stream)`); a typed handler binds the stream with `.Ctx<ffi::PlatformStream<cudaStream_t>>()`.",
         "`SimpleAddKernel<<<blocks, threads>>>(a, b, out, n);` inside `void f(cudaStream_t stream, void** buffers, ...)`",
+        home=RULES + "launches",
     ),
     CatalogueEntry(
         "unchecked-launch",
@@ -39,6 +41,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "`ffi::Error::Internal(cudaGetErrorString(err))` when `cudaError_t err = cudaGetLastError();` is not cudaSuccess; "
         "a legacy entry point passes that message to `XlaCustomCallStatusSetFailure(status, message, length)`.",
         "`kernel<<<g, b, 0, stream>>>(...);` as the last line of the entry point",
+        home=RULES + "launches",
     ),
     CatalogueEntry(
         "host-sync-in-handler",
@@ -51,6 +54,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Drop the synchronisation (XLA orders the stream); get scratch memory from XLA (a scratch result, or "
         "`ffi::ScratchAllocator`) or allocate once outside the handler.",
         "`cudaDeviceSynchronize();` inside `XlaGpuSimpleAdd(cudaStream_t stream, void** buffers, ...)`",
+        home=RULES + "host_sync",
     ),
     CatalogueEntry(
         "buffer-order",
@@ -63,6 +67,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Index operands 0..N-1 and results N.. (N = the number of operands of the call); a typed FFI handler "
         "(`.Arg<>()`/`.Ret<>()`) cannot mix them up.",
         "`float* out = (float*)buffers[0]; const float* x = (const float*)buffers[1];` for a call with one operand",
+        home=RULES + "buffers",
     ),
     CatalogueEntry(
         "opaque-unchecked",
@@ -74,6 +79,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Check first: `if (opaque_len != sizeof(Desc)) { XlaCustomCallStatusSetFailure(status, ...); return; }` "
         "(typed FFI: pass the sizes as attributes instead).",
         "`std::memcpy(&desc, opaque, sizeof(desc));` in an entry point that never reads `opaque_len`",
+        home=RULES + "entry_points",
     ),
     CatalogueEntry(
         "exception-escapes",
@@ -86,6 +92,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Catch inside the entry point and report the failure: `XlaCustomCallStatusSetFailure(status, msg, len)` "
         "(legacy) or `return ffi::Error::Internal(msg)` (typed FFI).",
         "`throw std::runtime_error(cudaGetErrorString(err));` in a function an entry point calls",
+        home=RULES + "entry_points",
     ),
     CatalogueEntry(
         "ld-preload",
@@ -97,6 +104,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "`_xla_register_custom_call_target`) in the process that compiles the program.",
         "Load the library with ctypes and register the entry point explicitly, before the first call.",
         "`LD_PRELOAD=./xla_gpu_custom_ops.so python test_script.py`",
+        home=RULES + "registration",
     ),
     CatalogueEntry(
         "op-optimized-away",
@@ -108,5 +116,6 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "Make the XLA implementation call `torch_xla._XLAC._xla_custom_call(...)` (or `jax.ffi.ffi_call`) and "
         "return its result; `_get_xla_tensors_hlo([out])` must show `custom_call_target=\"...\"`.",
         "`@impl(lib, \"paged_attention\", \"XLA\")` whose body is `return torch.zeros_like(query)`",
+        home=RULES + "custom_call",
     ),
 )

@@ -1,6 +1,6 @@
 """Finding codes about the op under sharding, vmap and grad."""
 
-from xlacc.ground.catalogue.entry import CatalogueEntry
+from xlacc.ground.catalogue.entry import RULES, CatalogueEntry
 
 ENTRIES: tuple[CatalogueEntry, ...] = (
     CatalogueEntry(
@@ -16,6 +16,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "`sharding_rule` (xlacc projects: a [sharding] table in xlacc.toml, then `xlacc update`), or call it inside "
         "`jax.shard_map(op, mesh=..., in_specs=..., out_specs=...)` so that it runs on each shard.",
         "compiled HLO: `%all-gather = f32[16]{0} all-gather(%param) ...` then `custom-call(%all-gather, %all-gather.1), custom_call_target=\"add\"`",
+        home=RULES + "hlo_sharding",
     ),
     CatalogueEntry(
         "sharding-rule-missing",
@@ -29,6 +30,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "op, `\"... c, c -> ... c\"` for a row-wise one whose rows stay whole (raise in `partition` if `c` is split), "
         "and `factor=size` keywords for compound factors such as `(k g)`.",
         "`NotImplementedError: Shardy is used, but sharding propagation callbacks instead of sharding_rule are provided. Need to provide sharding_rule to migrate to Shardy.`",
+        home=RULES + "error_text",
     ),
     CatalogueEntry(
         "vmap-method-missing",
@@ -43,6 +45,7 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "`\"sequential\"` (one launch per example); or wrap the call in `jax.custom_batching.custom_vmap` with a rule "
         "that folds the batch into a dim the kernel already loops over, as xlacc's generated bindings do.",
         "`NotImplementedError: vmap is only supported for the ffi_call primitive when vmap_method is one of 'sequential', ... Got vmap_method=None.`",
+        home=RULES + "error_text",
     ),
     CatalogueEntry(
         "grad-undefined",
@@ -54,5 +57,6 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "reference); in an xlacc project add a [backward] table to xlacc.toml (kind = \"kernel\" with "
         "NAME_backward_launch<T>() in the kernel file, or kind = \"reference\") and run `xlacc update`.",
         "`ValueError: The FFI call to `my_op` cannot be differentiated. You can use `jax.custom_jvp` or `jax.custom_jvp` to add support.`",
+        home=RULES + "error_text",
     ),
 )

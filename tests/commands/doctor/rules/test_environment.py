@@ -12,6 +12,7 @@ from locations import REPO_DIR
 
 from xlacc.commands.doctor import engine
 from xlacc.commands.doctor.rules import environment
+from xlacc.ground.catalogue import WORDINGS
 from xlacc.ground.errors import ToolchainMissing
 from xlacc.ground.toolchain import Compiler
 
@@ -274,3 +275,12 @@ def test_this_machine_end_to_end():
     report = json.loads(done.stdout)
     assert done.returncode == report["exit_code"] in (0, 1)
     assert [c["name"] for c in report["checks"]][:2] == ["Python", "jax"]
+
+
+def test_what_a_harness_saw_in_its_words():
+    no_gpu = environment.framework_sees_no_gpu("add", "jax", "TFRT_CPU_0", "run-smoke jax")
+    assert no_gpu.code == "no-gpu" and no_gpu.evidence == "add is a cuda project and jax sees no GPU here (devices: TFRT_CPU_0)"
+    assert no_gpu.title == WORDINGS["run-smoke jax"]["no-gpu"].title
+    ran = environment.torch_xla_cannot_run("2.9.0", "CPU", True, "run-smoke torch-xla")
+    assert ran.code == "torch-xla-no-cuda" and ran.evidence.endswith("the program it emitted ran through jaxlib's XLA instead")
+    assert "only the lowering was checked" in environment.torch_xla_cannot_run("2.9.0", "CPU", False, "run-smoke torch-xla").evidence

@@ -16,12 +16,10 @@ from pathlib import Path
 
 from xlacc.commands.doctor.rules import environment
 from xlacc.commands.doctor.section import Section
-from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers import build_record, elf
 
 SECTION_NAME = "built against"
-CODE = "ffi-api-skew"
 DRIVER_CUDA = re.compile(r"CUDA Version:\s*(\d+)\.(\d+)")
 PLUGIN_CUDA = re.compile(r"jax-cuda(\d+)-")
 REBUILD = "`xlacc build --force` (without --ffi-include: the running jaxlib's own headers)"
@@ -105,11 +103,11 @@ def _ffi_findings(record: dict[str, str], here: Runtime, library: str) -> list[F
     built_by = f"{library} was built against FFI API {record['ffi_api']} (headers of jaxlib {_jaxlib(record)})"
     runs = f"the running jaxlib {here.jaxlib} implements FFI API {runs_api[0]}.{runs_api[1]}"
     if built_api[0] != runs_api[0] or built_api[1] > runs_api[1]:
-        return [make(CODE, f"{built_by}; {runs}: it refuses the library's handlers (`No FFI handler registered`)",
+        return [environment.version_skew(f"{built_by}; {runs}: it refuses the library's handlers (`No FFI handler registered`)",
                      title=f"{library} was built for FFI API {record['ffi_api']}, jaxlib {here.jaxlib} implements {runs_api[0]}.{runs_api[1]}",
                      fix=_fix(record, here, newer_headers=built_api > runs_api), likelihood=0.9)]
     if record["jaxlib"] not in (build_record.NONE, here.jaxlib) or built_api != runs_api:
-        return [make(CODE, f"{built_by}; {runs}, which accepts it: the FFI keeps older handlers working within a major version",
+        return [environment.version_skew(f"{built_by}; {runs}, which accepts it: the FFI keeps older handlers working within a major version",
                      title=f"{library} was built against jaxlib {_jaxlib(record)}'s headers, jaxlib {here.jaxlib} runs it",
                      fix=f"Nothing needed while it registers and runs; if it does not, rebuild it: {REBUILD}.",
                      severity="info", likelihood=0.3)]
@@ -135,7 +133,7 @@ def _cuda_findings(record: dict[str, str], here: Runtime, library: str) -> list[
     findings = []
     if here.driver_cuda is not None and built[:2] > here.driver_cuda:
         driver = f"{here.driver_cuda[0]}.{here.driver_cuda[1]}"
-        findings.append(make(CODE, f"{library} was built with CUDA {record['cuda']} (nvcc); the driver here runs CUDA {driver} at most: "
+        findings.append(environment.version_skew(f"{library} was built with CUDA {record['cuda']} (nvcc); the driver here runs CUDA {driver} at most: "
                              "its kernels will not load (`cudaErrorInsufficientDriver`, `the provided PTX was compiled with an unsupported toolchain`)",
                              title=f"{library} needs a newer driver than this one (CUDA {record['cuda']} > {driver})",
                              fix=f"Upgrade the NVIDIA driver to one for CUDA {record['cuda']}, or rebuild with an nvcc of CUDA {driver} or older (`xlacc build --force --nvcc PATH`).",
@@ -143,7 +141,7 @@ def _cuda_findings(record: dict[str, str], here: Runtime, library: str) -> list[
     for plugin, version in here.plugins.items():
         plugin_cuda = PLUGIN_CUDA.match(plugin)
         if plugin_cuda and int(plugin_cuda.group(1)) != built[0]:
-            findings.append(make(CODE, f"{library} was built with CUDA {record['cuda']} (nvcc); jax runs {plugin} {version}, on CUDA {plugin_cuda.group(1)}: "
+            findings.append(environment.version_skew(f"{library} was built with CUDA {record['cuda']} (nvcc); jax runs {plugin} {version}, on CUDA {plugin_cuda.group(1)}: "
                                  "two CUDA majors in one process (streams and buffers jax hands the handler come from the other runtime)",
                                  title=f"{library} was built with CUDA {built[0]}, jax runs CUDA {plugin_cuda.group(1)}",
                                  fix=f"Rebuild with an nvcc of CUDA {plugin_cuda.group(1)} (`xlacc build --force --nvcc PATH`), "

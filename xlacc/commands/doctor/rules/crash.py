@@ -1,5 +1,6 @@
 """A process killed by a signal: which signal, and the causes left once the steps that passed
-before it are known (registration passed: a registration crash is ruled out)."""
+before it are known (registration passed: a registration crash is ruled out). The one home of
+kernel-crash: run-smoke hands it how its child process ended."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ SIGNAL_NOTES = {
     "SIGILL": "an illegal instruction (a library built for a newer CPU)",
     "SIGKILL": "killed from outside (out of memory, or a timeout)",
 }
+KILLED_FROM_OUTSIDE_FIX = (
+    "SIGKILL comes from outside the process, most often the out-of-memory killer (`dmesg | grep -i 'killed process'`): "
+    "run smaller problems (`--sizes`), or make example_inputs and the reference allocate less."
+)
 # The phases of a custom call's life, in order, and the step names that belong to each.
 PHASES = ("registration", "lowering", "execution")
 PHASE_OF_STEP = (("regist", "registration"), ("import", "registration"), ("lower", "lowering"), ("compil", "lowering"),
@@ -90,3 +95,20 @@ def crash_finding(returncode: int | None, passed: list[str] | None = None, durin
         fix=crash_fix(passed, during),
         likelihood=0.9,
     )
+
+
+def child_crash(how: str, signal_name: str | None, python_frame: str | None, likelihood: float) -> Finding:
+    """kernel-crash for a child process that ended unexpectedly (``how``: how it ended), whose output
+    names no cause: killed from outside (SIGKILL, most likely out of memory), a signal while the
+    user's own Python ran (``python_frame``: ``file:line (in function)``), or a crash as such."""
+    if signal_name == "SIGKILL":  # sent from outside: no crash of the kernel's ends this way
+        return make("kernel-crash", f"{how}: most likely out of memory", fix=KILLED_FROM_OUTSIDE_FIX, likelihood=likelihood)
+    if python_frame is not None:  # the user's Python was running, not a custom call
+        return make(
+            "kernel-crash",
+            f"{how}, in your Python code at {python_frame}",
+            title=f"the process was killed by {signal_name} while your Python code ran",
+            fix=f"The signal came from {python_frame} or what it called (os.abort, os.kill, a C extension), not from a kernel: look there.",
+            likelihood=likelihood,
+        )
+    return make("kernel-crash", how, likelihood=likelihood)

@@ -10,7 +10,6 @@ links to every entry point it can name.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 
 from xlacc.commands.doctor.program import EntryPoint, Program
@@ -19,13 +18,9 @@ from xlacc.commands.doctor.rules.buffers import (
     buffer_order_of_calls,
     buffer_uses,
 )
-from xlacc.commands.doctor.rules.callbacks import (
-    callback_fit,
-    callback_platform,
-    foreign_platform,
-)
+from xlacc.commands.doctor.rules import custom_call, registration, symbols
 from xlacc.commands.doctor.rules.entry_points import opaque_read
-from xlacc.commands.doctor.rules.python import HLO_APIS, JAX_REGISTER_APIS, where
+from xlacc.commands.doctor.rules.python import where
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers.python import (
@@ -42,7 +37,6 @@ BUILTIN_TARGETS = re.compile(
     r"annotate_device_placement|xla_python_\w+|xla_ffi_python_\w+|cu\w+|hip\w+|lapack_\w+|cusolver\w+|cublas\w+|"
     r"__\w+|MoveToHost|MoveToDevice|LayoutConstraint|shard_barrier\w*)$"
 )
-MISSPELLING_CUTOFF = 0.8  # 0.775 took te_fused_attn_score_mod_forward_ffi for te_fused_topk_with_score_function_forward_ffi
 # Element types of C buffers and FFI dtypes, as numpy names.
 C_DTYPES = {
     "float": "float32", "double": "float64", "int": "int32", "int32_t": "int32", "unsigned": "uint32", "uint32_t": "uint32",
@@ -166,123 +160,6 @@ def _unique(entries: list[EntryPoint]) -> list[EntryPoint]:
     return list({id(e): e for e in entries}.values())
 
 
-# -- api_version ------------------------------------------------------------------------------------
-
-
-def _api_fit(entry: EntryPoint, api: int) -> str | None:
-    if api in entry.signature.apis:
-        return None
-    wanted = " or ".join(str(a) for a in sorted(entry.signature.apis))
-    consequence = ""
-    if entry.typed:
-        consequence = "XLA would call a typed FFI handler as a legacy function: a crash at execution"
-    elif api == 4:
-        consequence = "XLA would look for a typed FFI handler and call it with one XLA_FFI_CallFrame*"
-    elif entry.signature.kind in ("gpu-original", "cpu-original") and api in (2, 3):
-        consequence = (
-            "XLA passes one more argument, XlaCustomCallStatus*, that this function does not declare: calling it "
-            "through that type is undefined behaviour and it can never report a failure"
-        )
-    elif entry.signature.kind == "gpu-status" and api == 1:
-        consequence = "XLA passes no status: the fifth parameter holds garbage"
-    return f"`{entry.symbol}` ({entry.where}) is `{entry.signature.text}`, which takes api_version {wanted}, not {api}" + (
-        f": {consequence}" if consequence else ""
-    )
-
-
-def call_mismatches(links: Links, facts: PyFacts, call: PyCall) -> list[Finding]:
-    if call.api not in HLO_APIS:  # unknown, or invalid (api-version-invalid says so)
-        return []
-    registrations, entries = links.of_call(call, facts)
-    reasons = []
-    if call.framework == "torch_xla" and call.api == 4:
-        reasons.append("torch_xla registers targets only in the legacy registry, so api_version 4 (typed FFI) never finds them")
-    misfits = [reason for entry in entries if (reason := _api_fit(entry, call.api))]
-    if entries and len(misfits) == len(entries):
-        reasons.extend(misfits)
-    for reg_facts, reg in registrations:
-        if reg.framework != "jax" or reg.api_version not in JAX_REGISTER_APIS:
-            continue
-        if reg.api_version == 1 and call.api in (1, 2, 3):
-            reasons.append(f"{where(reg_facts, reg.line)} registers it as typed FFI (api_version=1), but api {call.api} looks in the legacy registry")
-        elif reg.api_version == 0 and call.api == 4:
-            reasons.append(f"{where(reg_facts, reg.line)} registers it as legacy (api_version=0), but api 4 looks in the typed FFI registry")
-    reasons.extend(reason for reg_facts, reg in registrations if (reason := callback_fit(reg_facts, reg, call)))
-    if not reasons:
-        return _cpu_deprecation(facts, call, entries)
-    default = f" ({call.function}'s default)" if call.api_source == "default" else ""
-    named = call.target or (" or ".join(f"`{n}`" for n in sorted({e.symbol for e in entries}))[1:-1] if entries else "?")
-    return [make(
-        "api-version-mismatch",
-        f"{where(facts, call.line)}: `{call.text}` calls `{named}` with api_version "
-        f"{call.api}{default}:\n- " + "\n- ".join(dict.fromkeys(reasons)),
-        likelihood=0.9 if entries else 0.7,
-    )]
-
-
-def _cpu_deprecation(facts: PyFacts, call: PyCall, entries: list[EntryPoint]) -> list[Finding]:
-    """On XLA:CPU, api 2 logs the deprecation line as api 1 does (measured with jax 0.10.2); 3 does not."""
-    entry = entries[0] if len(entries) == 1 else None
-    if entry is None or entry.signature.kind != "cpu-status" or call.api != 2:
-        return []
-    return [make(
-        "legacy-api-deprecated",
-        f"{where(facts, call.line)}: `{call.text}` calls the XLA:CPU entry point `{entry.symbol}` ({entry.where}) "
-        "with api_version 2 (API_VERSION_STATUS_RETURNING), which XLA:CPU reports as deprecated",
-        fix="On XLA:CPU use api_version 3 with `void f(void* out, const void** in, const char* opaque, size_t "
-        "opaque_len, XlaCustomCallStatus*)`, or a typed FFI handler (api 4).",
-        likelihood=0.6,
-    )]
-
-
-def registration_mismatches(links: Links, facts: PyFacts, reg: PyRegistration) -> list[Finding]:
-    findings = [f for f in (callback_platform(facts, reg), foreign_platform(links.program, facts, reg)) if f is not None]
-    at = where(facts, reg.line)
-    for entry in links.for_registration(reg):
-        legacy = not entry.typed
-        if reg.framework == "jax" and reg.api_version == 1 and legacy:
-            findings.append(make(
-                "api-version-mismatch",
-                f"{at}: `{reg.text}` registers `{entry.symbol}` ({entry.where}), a legacy `{entry.signature.text}`, as a "
-                "typed FFI handler (api_version=1, the default): XLA calls it to read handler metadata and crashes during registration",
-                fix="Register a legacy function with api_version=0 and call it with custom_call_api_version=2 (GPU) or 3 (CPU).",
-                likelihood=0.95,
-            ))
-        elif reg.framework == "jax" and reg.api_version == 0 and not legacy:
-            findings.append(make(
-                "api-version-mismatch",
-                f"{at}: `{reg.text}` registers the typed FFI handler `{entry.symbol}` ({entry.where}) as legacy "
-                "(api_version=0): called with api 4 it is not found, with api 1-3 it crashes",
-                fix="Register typed FFI handlers with api_version=1 (the default) and call them with api_version 4.",
-                likelihood=0.9,
-            ))
-        elif reg.framework == "torch_xla" and not legacy:
-            findings.append(make(
-                "api-version-mismatch",
-                f"{at}: `{reg.text}` registers the typed FFI handler `{entry.symbol}` ({entry.where}); torch_xla can only "
-                "call legacy (api 1-3) targets",
-                fix="Give torch_xla a status-returning legacy entry point (`xlacc new --framework torch-xla` writes one).",
-                likelihood=0.9,
-            ))
-        platform = reg.platform
-        if reg.framework == "jax" and platform in ("cpu", "Host") and entry.gpu:
-            default = " (platform defaults to \"cpu\")" if not reg.platform_given else ""
-            findings.append(make(
-                "platform-name",
-                f"{at}: `{reg.text}` registers `{entry.symbol}`, a GPU entry point ({entry.where}), for the CPU{default}",
-                fix="Register GPU entry points with platform=\"CUDA\" (or \"gpu\").",
-                likelihood=0.8,
-            ))
-        elif reg.framework == "jax" and platform in ("gpu", "CUDA") and entry.gpu is False:
-            findings.append(make(
-                "platform-name",
-                f"{at}: `{reg.text}` registers `{entry.symbol}`, a CPU entry point ({entry.where}), for the GPU",
-                fix="Register XLA:CPU entry points with platform=\"cpu\".",
-                likelihood=0.8,
-            ))
-    return findings
-
-
 # -- names --------------------------------------------------------------------------------------------
 
 
@@ -311,35 +188,9 @@ def unregistered_targets(program: Program, links: Links) -> list[Finding]:
                 continue
             if BUILTIN_TARGETS.match(target) or any(re.fullmatch(p, target) for p in patterns[call.framework]):
                 continue
-            close = difflib.get_close_matches(target, sorted(names), n=1, cutoff=MISSPELLING_CUTOFF)
-            if close:
-                findings.append(make(
-                    "target-not-registered",
-                    f"{where(facts, call.line)}: `{call.text}` calls `{target}`, which nothing registers; "
-                    f"`{close[0]}` is registered",
-                    title=f"custom-call target `{target}` is not registered",
-                    fix=f"Call the registered name `{close[0]}` (names are case-sensitive), or register `{target}`.",
-                    likelihood=0.85,
-                ))
-    return findings
-
-
-def missing_symbols(facts: PyFacts, known: set[str]) -> list[Finding]:
-    """A ctypes look-up of a name no source defines, next to one it misspells (a sibling folder not
-    examined may define names that share nothing with the ones here)."""
-    findings = []
-    for symbol, line in facts.symbol_refs.items():
-        if symbol in known or symbol.startswith("_"):
-            continue
-        closest = difflib.get_close_matches(symbol, sorted(known), n=3, cutoff=0.8)
-        if closest:
-            findings.append(make(
-                "symbol-missing",
-                f"{where(facts, line)} looks up `{symbol}` in a ctypes library, but no function or handler of that name is "
-                f"defined in the kernel sources examined; closest: {', '.join(closest)}",
-                severity="warning",
-                likelihood=0.5,
-            ))
+            misspelt = registration.misspelt_target(where(facts, call.line), call, names)
+            if misspelt is not None:
+                findings.append(misspelt)
     return findings
 
 
@@ -354,18 +205,7 @@ def operand_dtypes(entry: EntryPoint, program: Program, facts: PyFacts, call: Py
         expected = _binding_dtypes(entry.binding)
     else:
         expected = {u.index: C_DTYPES.get((u.element or "").rsplit("::", 1)[-1]) for u in buffer_uses(entry, program)}
-    for index, given in enumerate(call.operand_dtypes):
-        wanted = expected.get(index)
-        if given and wanted and given != wanted:
-            operand = call.operands[index] if call.operands and index < len(call.operands) else f"operand {index}"
-            reads = f"binds it as {wanted}" if entry.typed else f"reads buffers[{index}] as {wanted}"
-            return make(
-                "operand-mismatch",
-                f"{where(facts, call.line)}: operand {index} `{operand}` is {given}, but `{entry.symbol}` ({entry.where}) {reads}",
-                title=f"operand {index} is {given}, the kernel reads {wanted}",
-                likelihood=0.8,
-            )
-    return None
+    return custom_call.operand_dtypes(where(facts, call.line), call, entry, expected)
 
 
 def _binding_dtypes(binding: str) -> dict[int, str | None]:
@@ -415,7 +255,7 @@ def cross_findings(program: Program) -> list[Finding]:
     calls_of: dict[int, list[tuple[PyFacts, PyCall]]] = {}
     for facts in program.facts:
         for call in facts.calls:
-            findings.extend(call_mismatches(links, facts, call))
+            findings.extend(registration.call_mismatches(facts, call, *links.of_call(call, facts)))
             _, entries = links.of_call(call, facts)
             if len(entries) == 1:
                 findings.extend(call_contents(links, facts, call, entries[0]))
@@ -423,9 +263,9 @@ def cross_findings(program: Program) -> list[Finding]:
                 for entry in entries:  # a name built at run time passes its operands to each target it can name
                     calls_of.setdefault(id(entry), []).append((facts, call))
         for reg in facts.registrations:
-            findings.extend(registration_mismatches(links, facts, reg))
+            findings.extend(registration.registration_mismatches(program, facts, reg, links.for_registration(reg)))
         if program.entries:
-            findings.extend(missing_symbols(facts, known))
+            findings.extend(symbols.missing_in_sources(facts, known))
     findings.extend(unregistered_targets(program, links))
     for entry in program.entries:  # one finding per entry point, however many calls show it
         calls = calls_of.get(id(entry), [])

@@ -8,29 +8,11 @@ import re
 
 from xlacc.commands.doctor.program import EntryPoint, Program
 from xlacc.commands.doctor.rules.reach import reachable
-from xlacc.commands.doctor.rules.registration import INSIDE_XLA
+from xlacc.commands.doctor.rules import symbols
+from xlacc.commands.doctor.rules.registration import INSIDE_XLA, and_other_entries
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers import cxx
-
-
-def deprecated_signatures(program: Program) -> dict[str, list[Finding]]:
-    """The 4-parameter GPU entry points (API_VERSION_ORIGINAL): deprecated, and unable to report a
-    failure. One finding for all of them, in the first one's source, with every place."""
-    entries = [e for e in program.entries if e.signature.kind == "gpu-original"]
-    if not entries:
-        return {}
-    first = entries[0]
-    finding = make(
-        "legacy-api-deprecated",
-        f"{first.symbol} ({first.where}){_and_other_entries(len(entries) - 1)} {'is' if len(entries) == 1 else 'are'} "
-        f"`{first.signature.text}`: the api_version 1 (API_VERSION_ORIGINAL) signature, which XLA:GPU reports as "
-        f"deprecated and due for removal, and which has no way to report a failure{_also(entries[1:])}",
-        fix="Add `XlaCustomCallStatus* status` as a fifth parameter and call with api_version 2, or make it a typed "
-        "FFI handler (`XLA_FFI_DEFINE_HANDLER_SYMBOL`, api_version 4).",
-        likelihood=0.6,
-    )
-    return {first.source: [finding]}
 
 
 def exception_escapes(program: Program) -> dict[str, list[Finding]]:
@@ -54,20 +36,11 @@ def exception_escapes(program: Program) -> dict[str, list[Finding]]:
                 for e, f, t in reaching[1:]]
         found.setdefault(entry.source, []).append(make(
             "exception-escapes",
-            f"{entry.symbol} ({entry.where}){_and_other_entries(len(reaching) - 1)} can throw:{via} "
+            f"{entry.symbol} ({entry.where}){and_other_entries(len(reaching) - 1)} can throw:{via} "
             f"{_throw_shown(throw, site)}" + (f"\nalso: {', '.join(also)}" if also else ""),
             likelihood=0.6,
         ))
     return found
-
-
-def _and_other_entries(count: int) -> str:
-    return f" and {count} other entry point{'s' if count > 1 else ''}" if count else ""
-
-
-def _also(entries: list[EntryPoint]) -> str:
-    """Every other place, on a line of its own: a grouped finding names them all."""
-    return f"\nalso: {', '.join(f'{e.symbol} ({e.where})' for e in entries)}" if entries else ""
 
 
 def _throw_shown(throw: cxx.Throw, where: str, limit: int = 120) -> str:
@@ -94,33 +67,7 @@ def symbol_exposure(entry: EntryPoint, program: Program, looked_up: set[str], hi
     if entry.symbol not in looked_up and (program.has_capsules or program.facts):
         return None
     lookup = " and Python looks it up by that name" if entry.symbol in looked_up else ""
-    severity = None
-    if entry.internal:
-        return make(
-            "symbol-hidden",
-            f"{entry.symbol} ({entry.where}) has an entry-point signature but is `static` or in an anonymous "
-            f"namespace: it is not exported{lookup}",
-            severity=severity,
-            likelihood=0.6,
-        )
-    if not entry.exported:
-        return make(
-            "symbol-mangled",
-            f"{entry.symbol} ({entry.where}), `{entry.signature.text}`, is not declared `extern \"C\"`: the library "
-            f"exports it under a C++-mangled name, and a look-up of `{entry.symbol}` fails{lookup}",
-            fix=f"Declare it `extern \"C\" void {entry.symbol}(...)` (or wrap it in `extern \"C\" {{ ... }}`).",
-            severity=severity,
-            likelihood=0.7,
-        )
-    if hidden_build and not entry.visible:
-        return make(
-            "symbol-hidden",
-            f"{hidden_build} builds with -fvisibility=hidden, and {entry.symbol} ({entry.where}) is not marked "
-            f"visibility(\"default\"){lookup}",
-            severity=severity,
-            likelihood=0.6,
-        )
-    return None
+    return symbols.in_source(entry, lookup, hidden_build)
 
 
 # -- backend_config -------------------------------------------------------------------------------

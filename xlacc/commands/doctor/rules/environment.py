@@ -368,3 +368,26 @@ def _guarded(name: str, section: Callable[..., Section], *args) -> Section:
     crashes: list[Finding] = []
     done = run_rule(section, *args, empty=None, crashes=crashes)
     return done if done is not None else Section(name, "not checked", crashes)
+
+
+# -- what run-smoke's harnesses saw: they hand it here, in their own words (``context``) ----------
+
+
+def framework_sees_no_gpu(project: str, framework: str, devices: str, context: str) -> Finding:
+    """no-gpu for a cuda project whose framework, in run-smoke's child process, lists only ``devices``."""
+    return make("no-gpu", f"{project} is a cuda project and {framework} sees no GPU here (devices: {devices})", context=context)
+
+
+def torch_xla_cannot_run(version: str, device_type: str, ran_through_jaxlib: bool, context: str) -> Finding:
+    """torch-xla-no-cuda for a torch_xla that cannot register a custom call: its program went through
+    jaxlib instead (``ran_through_jaxlib``), or only its lowering was checked."""
+    without = f"torch_xla {version}, PJRT device {device_type}: it cannot register custom-call targets"
+    if ran_through_jaxlib:
+        return make("torch-xla-no-cuda", f"{without}; the program it emitted ran through jaxlib's XLA instead", context=context)
+    return make("torch-xla-no-cuda", f"{without}; only the lowering was checked (running its program through jaxlib needs a GPU)", context=context)
+
+
+def version_skew(evidence: str, **worded) -> Finding:
+    """ffi-api-skew for a built library whose record (``rules.build_record`` reads it) disagrees with
+    this runtime: one code for every side of the skew, made here."""
+    return make("ffi-api-skew", evidence, **worded)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from xlacc.ground.catalogue import make
+from xlacc.commands.doctor.rules import custom_call
 from xlacc.ground.report import Finding
 
 # At the start of a line, as HLO text and MLIR print them (not "HloModule dump enabled" in a log).
@@ -19,8 +19,9 @@ CUSTOM_CALL = re.compile(r"custom-call|custom_call")
 def diagnose_hlo(text: str, where: str | None = None) -> list[Finding]:
     """HLO or StableHLO text in which no module holds a custom call: the op was folded away."""
     modules = next((found for pattern in HLO_MODULES if (found := pattern.findall(text))), [])
-    if not modules or CUSTOM_CALL.search(text):
+    if not modules:
         return []
     names = ", ".join(f"`{name}`" for name in dict.fromkeys(modules))
     prefix = f"{where}: " if where else ""
-    return [make("op-optimized-away", f"{prefix}HLO module {names} holds no custom-call", likelihood=0.5)]
+    found = custom_call.optimized_away(f"{prefix}HLO module {names} holds no custom-call", CUSTOM_CALL.findall(text), likelihood=0.5)
+    return [found] if found else []

@@ -9,12 +9,7 @@ compiles or runs anything.
 from __future__ import annotations
 
 from xlacc.commands.doctor.program import TYPED_FFI, Program
-from xlacc.commands.doctor.rules.entry_points import (
-    deprecated_signatures,
-    exception_escapes,
-    opaque_unchecked,
-    symbol_exposure,
-)
+from xlacc.commands.doctor.rules.entry_points import exception_escapes, opaque_unchecked, symbol_exposure
 from xlacc.commands.doctor.rules.host_sync import host_syncs
 from xlacc.commands.doctor.rules.launches import (
     checker_functions,
@@ -22,7 +17,7 @@ from xlacc.commands.doctor.rules.launches import (
     unchecked_launch,
 )
 from xlacc.commands.doctor.rules.reach import host_code, reached_by_entries
-from xlacc.commands.doctor.rules.registration import static_registrations
+from xlacc.commands.doctor.rules.registration import deprecated_signatures, static_registrations
 from xlacc.commands.doctor.rules.sizes import hardcoded_size, launch_function_sizes
 from xlacc.ground.report import Finding
 

@@ -104,7 +104,7 @@ def _explains(finding: Finding, message: Finding) -> bool:
     if LOOKUP_FAILED.search(message.evidence):
         if finding.code == "api-version-mismatch":
             # the one kind that makes a lookup miss: registered in one registry, looked up in the other
-            # (crossfile's call_mismatches names the registry a call searches in those reasons, and only there)
+            # (registration's call_mismatches names the registry a call searches in those reasons, and only there)
             return " registry" in finding.evidence
         return finding.code in LOOKUP_CAUSES
     return finding.code == message.code

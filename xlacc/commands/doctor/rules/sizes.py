@@ -1,5 +1,7 @@
 """Sizes fixed in the code where the call should give them: an entry point's element count, a grid
-that ignores the buffers, a constant in an xlacc launch function."""
+that ignores the buffers, a constant in an xlacc launch function; and, as run-smoke's torch_xla
+harness sees it, a backend_config that stays the same when the operands' sizes change. The one home
+of hardcoded-size."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from xlacc.commands.doctor.program import EntryPoint, Program
 from xlacc.commands.doctor.rules.reach import called_from, host_code, reachable
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
-from xlacc.readers import cxx
+from xlacc.readers import cxx, hlo
 
 SIZE_FROM_CALL = re.compile(r"\b(?:element_count|dimensions|size_bytes|numel|dims)\b|\.size\s*\(|\bsizes?\(\)")
 
@@ -342,3 +344,11 @@ def launch_function_sizes(function: cxx.Function, source: cxx.CxxSource, program
 
 def _source_of(function: cxx.Function, program: Program, default: cxx.CxxSource | None) -> cxx.CxxSource | None:
     return next((s for s in program.sources if any(f is function for f in s.functions)), default)
+
+
+def backend_config_fixed(small: int, large: int, first: hlo.CustomCall, second: hlo.CustomCall, context: str) -> Finding | None:
+    """Two lowerings at sizes ``small`` and ``large`` whose operands differ in shape but whose
+    backend_config is the same: the sizes the kernel reads from it are fixed."""
+    if first.operand_shapes == second.operand_shapes or first.backend_config != second.backend_config:
+        return None
+    return make("hardcoded-size", f"backend_config is {first.backend_config!r} for n={small} and for n={large}", context=context)

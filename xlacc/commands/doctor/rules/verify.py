@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from xlacc.commands.doctor.rules import symbols as symbols_rules
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers import elf, fatbin
@@ -41,37 +42,8 @@ def symbols(shared, names: list[str] | tuple[str, ...]) -> list[SymbolResult]:
     results = []
     for name in names:
         status = elf.find_symbol(shared, name)
-        results.append(SymbolResult(name, status.status, _symbol_finding(shared, status)))
+        results.append(SymbolResult(name, status.status, symbols_rules.in_library(shared.path, status)))
     return results
-
-
-def _symbol_finding(shared, status) -> Finding | None:
-    name = status.name
-    if status.status == "exported":
-        return None
-    if status.status == "mangled":
-        signature = status.demangled or status.symbol.name
-        parameters = signature[signature.find("(") :] if "(" in signature else "(...)"
-        return make(
-            "symbol-mangled",
-            f"{shared.path} exports `{name}` only as `{status.symbol.name}`" + (f", which demangles to `{status.demangled}`" if status.demangled else ""),
-            title=f"entry point `{name}` exported only under a C++-mangled name",
-            fix=f"Declare it `extern \"C\"` so it is exported as `{name}`: `extern \"C\" void {name}{parameters} {{ ... }}` "
-            "(keep your return type; XLA_FFI_DEFINE_HANDLER_SYMBOL already is), then rebuild.",
-            likelihood=0.9,
-        )
-    if status.status == "hidden":
-        symbol = status.symbol
-        shown = f" (as `{status.demangled}`)" if status.demangled else ""
-        return make(
-            "symbol-hidden",
-            f"{shared.path} defines `{name}`{shown} but not in its dynamic symbol table: "
-            f"{symbol.bind.lower()} binding, {symbol.visibility.lower()} visibility",
-            title=f"entry point `{name}` present but not exported",
-            likelihood=0.9,
-        )
-    closest = f"; closest exported: {', '.join(status.closest)}" if status.closest else "; no similar exported name"
-    return make("symbol-missing", f"{shared.path} has no symbol `{name}`{closest}", title=f"entry point `{name}` not in the library", likelihood=0.9)
 
 
 def gpu_code(library: Path, archs: list[str], source: str, entries: list | None = None) -> tuple[str, list[ArchResult]]:
