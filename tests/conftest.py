@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import xlacc
-from xlacc.commands.build import builder
+from xlacc.commands.build import cache as build_cache
 from xlacc.ground import toolchain
 
 
@@ -90,7 +90,7 @@ def _share_built_libraries(config) -> None:
     if hasattr(config, "workerinput"):
         return
     folder = tempfile.mkdtemp(prefix="xlacc-test-builds-")
-    os.environ[builder.SHARED_CACHE_ENV] = folder
+    os.environ[build_cache.SHARED_CACHE_ENV] = folder
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 

@@ -20,16 +20,17 @@ import time
 from pathlib import Path
 
 import pytest
+from locations import REPO_DIR
 from needs import GXX, NVCC, needs_ffi_headers, needs_gxx, needs_nvcc
 from process_support import alive
 from typer.testing import CliRunner
 
 from xlacc import cli, spec
-from xlacc.commands.build import builder
+from xlacc.commands.build import builder, compiling, plan
+from xlacc.commands.build import cache as build_cache
 from xlacc.ground import process, toolchain
 from xlacc.ground.errors import ToolchainMissing, UsageError
 from xlacc.readers.elf_tables import is_shared_library
-from locations import REPO_DIR
 
 REPO = REPO_DIR
 
@@ -84,7 +85,7 @@ def codes(report) -> list[str]:
 @pytest.fixture(autouse=True)
 def no_shared_cache(monkeypatch):
     """These tests are about compiling: the suite's shared $XLACC_CACHE_DIR (conftest.py) stays out."""
-    monkeypatch.delenv(builder.SHARED_CACHE_ENV, raising=False)
+    monkeypatch.delenv(build_cache.SHARED_CACHE_ENV, raising=False)
 
 
 @pytest.fixture
@@ -191,7 +192,7 @@ def test_changing_a_source_or_a_local_header_rebuilds(in_tmp):
 def test_a_new_compiler_version_or_a_missing_library_rebuilds(in_tmp):
     source = write(in_tmp / "k.cc", CPU_SOURCE)
     builder.run(request(source))
-    cache_file = in_tmp / "build" / builder.CACHE_FILE
+    cache_file = in_tmp / "build" / build_cache.CACHE_FILE
     cache = json.loads(cache_file.read_text())
     for entry in cache["compilers"].values():
         entry["version"] = "0.0.1"  # as if the compiler had been upgraded in place
@@ -207,7 +208,7 @@ def test_output_option(in_tmp):
     source = write(in_tmp / "k.cc", CPU_SOURCE)
     report = builder.run(request(source, output=in_tmp / "out" / "libmine.so", symbols=["xk_add"]))
     assert report.code() == 0
-    assert (in_tmp / "out" / "libmine.so").is_file() and (in_tmp / "out" / builder.CACHE_FILE).is_file()
+    assert (in_tmp / "out" / "libmine.so").is_file() and (in_tmp / "out" / build_cache.CACHE_FILE).is_file()
 
 
 # -- atomic output --------------------------------------------------------------------------------
@@ -475,25 +476,25 @@ def test_a_named_pipe_at_the_library_path_is_refused_not_waited_on(tmp_path):
 
 def test_a_shared_cache_folder_that_is_a_file_is_said_not_to_be_used(in_tmp, monkeypatch):
     not_a_folder = write(in_tmp / "cache", "a file")
-    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(not_a_folder))
+    monkeypatch.setenv(build_cache.SHARED_CACHE_ENV, str(not_a_folder))
     report = builder.run(request(write(in_tmp / "k.cc", CPU_SOURCE), symbols=["xk_add"]))
     assert report.code() == 0
     line = checks_by_name(report)["shared cache"]
-    assert line.ok is None and line.detail == f"${builder.SHARED_CACHE_ENV}={not_a_folder} is a file, not a folder: not used"
+    assert line.ok is None and line.detail == f"${build_cache.SHARED_CACHE_ENV}={not_a_folder} is a file, not a folder: not used"
 
 
 def test_a_read_only_shared_cache_gives_libraries_and_takes_none(in_tmp, monkeypatch):
     """A cache CI filled and mounted read-only was ignored, and every build compiled."""
     shared = in_tmp / "cache"
-    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(shared))
+    monkeypatch.setenv(build_cache.SHARED_CACHE_ENV, str(shared))
     monkeypatch.chdir(write(in_tmp / "a" / "k.cc", CPU_SOURCE).parent)  # a checkout, then another
     assert builder.run(request(Path("k.cc"), symbols=["xk_add"])).code() == 0
     writable = os.access
-    monkeypatch.setattr(builder.os, "access", lambda path, mode: writable(path, mode) and not (Path(path) == shared and mode & os.W_OK))
+    monkeypatch.setattr(os, "access", lambda path, mode: writable(path, mode) and not (Path(path) == shared and mode & os.W_OK))
     monkeypatch.chdir(write(in_tmp / "b" / "k.cc", CPU_SOURCE).parent)
     report = builder.run(request(Path("k.cc"), symbols=["xk_add"]))
     assert report.code() == 0 and checks_by_name(report)["compile"].detail.startswith("copied from $XLACC_CACHE_DIR")
-    assert checks_by_name(report)["shared cache"].detail == f"${builder.SHARED_CACHE_ENV}={shared} is read-only: libraries are copied from it, none stored"
+    assert checks_by_name(report)["shared cache"].detail == f"${build_cache.SHARED_CACHE_ENV}={shared} is read-only: libraries are copied from it, none stored"
 
 
 def shared_entry(folder: Path) -> Path:
@@ -505,7 +506,7 @@ def shared_entry(folder: Path) -> Path:
 @pytest.mark.timeout(60)
 def test_a_damaged_shared_cache_entry_is_dropped_and_compiled_again(tmp_path, monkeypatch, damage):
     shared = tmp_path / "shared"
-    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(shared))
+    monkeypatch.setenv(build_cache.SHARED_CACHE_ENV, str(shared))
     first = write(tmp_path / "one" / "k.cc", CPU_SOURCE)
     monkeypatch.chdir(first.parent)
     assert builder.run(request(first, symbols=["xk_add"])).code() == 0
@@ -524,7 +525,7 @@ def test_a_damaged_shared_cache_entry_is_dropped_and_compiled_again(tmp_path, mo
         shutil.copyfile(_ctypes.__file__, stored)
     elif damage == "oversized log":
         with open(log, "wb") as handle:
-            handle.truncate(builder.MAX_CACHE_FILE_BYTES + 1)
+            handle.truncate(build_cache.MAX_CACHE_FILE_BYTES + 1)
     else:
         log.unlink()
         os.mkfifo(log)
@@ -536,7 +537,7 @@ def test_a_damaged_shared_cache_entry_is_dropped_and_compiled_again(tmp_path, mo
     assert checks_by_name(report)["compile"].detail.startswith("compiled in")
     assert ctypes.CDLL(str(library)).xk_add(2, 3) == 5
     assert is_shared_library(shared_entry(shared))  # stored again, whole
-    assert log.is_file() and log.stat().st_size < builder.MAX_CACHE_FILE_BYTES
+    assert log.is_file() and log.stat().st_size < build_cache.MAX_CACHE_FILE_BYTES
 
 
 @pytest.mark.parametrize("damage", ["named pipe", "oversized"])
@@ -544,12 +545,12 @@ def test_a_damaged_shared_cache_entry_is_dropped_and_compiled_again(tmp_path, mo
 def test_a_build_cache_file_that_cannot_be_read_is_no_cache(in_tmp, damage):
     source = write(in_tmp / "k.cc", CPU_SOURCE)
     assert builder.run(request(source)).code() == 0
-    cache_file = in_tmp / "build" / builder.CACHE_FILE
+    cache_file = in_tmp / "build" / build_cache.CACHE_FILE
     cache_file.unlink()
     if damage == "named pipe":
         os.mkfifo(cache_file)
     else:
-        cache_file.write_text(json.dumps({"format": builder.CACHE_FORMAT, "libraries": {}, "pad": "x" * builder.MAX_CACHE_FILE_BYTES}))
+        cache_file.write_text(json.dumps({"format": build_cache.CACHE_FORMAT, "libraries": {}, "pad": "x" * build_cache.MAX_CACHE_FILE_BYTES}))
     report = builder.run(request(source))
     assert report.code() == 0 and report.data["cached"] is False
     assert builder.run(request(source)).data["cached"] is True  # written again, as a regular file
@@ -583,7 +584,7 @@ def test_user_warnings_are_reported_and_the_build_succeeds(in_tmp):
 def test_a_library_built_elsewhere_comes_from_the_shared_cache(tmp_path, monkeypatch):
     """$XLACC_CACHE_DIR: the same file in another folder is copied, not compiled, and reports the
     warning its compile printed; a changed source compiles, and so does --force."""
-    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(tmp_path / "shared"))
+    monkeypatch.setenv(build_cache.SHARED_CACHE_ENV, str(tmp_path / "shared"))
     text = '#warning "check me"\n' + CPU_SOURCE
     first = write(tmp_path / "one" / "w.cc", text)
     monkeypatch.chdir(first.parent)
@@ -607,7 +608,7 @@ def test_a_library_built_elsewhere_comes_from_the_shared_cache(tmp_path, monkeyp
 
 def test_an_unwritable_shared_cache_only_costs_the_copy(in_tmp, monkeypatch):
     blocker = write(in_tmp / "not-a-folder", "a file where the cache folder should be")
-    monkeypatch.setenv(builder.SHARED_CACHE_ENV, str(blocker))
+    monkeypatch.setenv(build_cache.SHARED_CACHE_ENV, str(blocker))
     source = write(in_tmp / "k.cc", CPU_SOURCE)
     for _ in range(2):
         report = builder.run(request(source, symbols=["xk_add"]))
@@ -700,7 +701,7 @@ def test_nvcc_build_for_sm_80_verifies_symbol_and_arch(cuda_build):
     assert command[1:6] == ["-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC"]
     assert ["-gencode", "arch=compute_80,code=[sm_80,compute_80]"] == command[6:8]
     assert "-lineinfo" in command and "-fvisibility=hidden" not in command
-    assert command[command.index("-I") + 1] == str(builder.XLACC_INCLUDE)  # xlacc/kernel.h, always
+    assert command[command.index("-I") + 1] == str(plan.XLACC_INCLUDE)  # xlacc/kernel.h, always
     assert not any("jaxlib" in part for part in command)  # the source does not use XLA's FFI
 
 
@@ -765,12 +766,12 @@ def test_nvcc_compile_error_shows_the_compiler_lines(in_tmp):
 
 
 def test_gencode_flags():
-    assert builder.gencode_flags(["sm_80", "sm_90"]) == [
+    assert compiling.gencode_flags(["sm_80", "sm_90"]) == [
         "-gencode", "arch=compute_80,code=sm_80",
         "-gencode", "arch=compute_90,code=[sm_90,compute_90]",
     ]  # fmt: skip
     # PTX of an arch-specific target runs only there: the portable one gets the PTX.
-    assert builder.gencode_flags(["sm_90", "sm_90a"])[-3] == "arch=compute_90,code=[sm_90,compute_90]"
+    assert compiling.gencode_flags(["sm_90", "sm_90a"])[-3] == "arch=compute_90,code=[sm_90,compute_90]"
 
 
 @pytest.mark.parametrize(
@@ -787,11 +788,11 @@ def test_gencode_flags():
 )
 def test_several_archs_compile_in_parallel_where_nvcc_can(tmp_path, version, archs, flags, parallel):
     nvcc = toolchain.Compiler(path=Path("/cuda/bin/nvcc"), version=version, kind="nvcc", source="PATH")
-    target = builder.Target(
+    target = plan.Target(
         title="k", root=tmp_path, sources=(tmp_path / "k.cu",), output=tmp_path / "libk.so", cache_file=tmp_path / "c.json",
         platform="cuda", entry_points=None, hide_symbols=True, always_ffi=False, archs=tuple(archs), archs_origin="--arch", flags=flags,
     )
-    command = builder.compile_command(nvcc, target, archs, None)
+    command = compiling.compile_command(nvcc, target, archs, None)
     assert ("--threads 0" in " ".join(command)) is parallel
     assert command.count("--threads") + command.count("-t") <= 1
 
@@ -870,11 +871,11 @@ def test_cpu_ffi_project_builds_with_hidden_visibility_and_ffi_headers(tmp_path)
     result = builder.build_spec(project)
     assert result.ok, result.checks + result.findings
     assert result.library == tmp_path / "twice" / "build" / "libtwice.so"
-    assert ["-fvisibility=hidden", "-I", str(builder.XLACC_INCLUDE), "-I", ".", "-I", str(ffi_dir)] == result.command[5:12]
+    assert ["-fvisibility=hidden", "-I", str(plan.XLACC_INCLUDE), "-I", ".", "-I", str(ffi_dir)] == result.command[5:12]
     assert result.command[-4:] == ["kernel.cc", "build/.xlacc-record/libtwice.so.cc", "-o", "build/libtwice.so"]
     assert [c.name for c in result.checks] == ["toolchain", "ffi headers", "compile", "library", "symbol xlacc_twice_ffi"]
     assert not any(f.code == "compiler-warning" for f in result.findings)  # XLA's header warnings stay hidden
-    assert (tmp_path / "twice" / "build" / builder.CACHE_FILE).is_file()
+    assert (tmp_path / "twice" / "build" / build_cache.CACHE_FILE).is_file()
     assert ctypes.CDLL(str(result.library)).xlacc_twice_ffi
 
     assert builder.is_stale(project) is False
@@ -974,8 +975,8 @@ def test_pip_toolchain_is_found_and_compiles(in_tmp, monkeypatch):
 
 
 def test_gencode_flags_without_ptx_embed_sass_only():
-    assert builder.gencode_flags(["sm_80"], ptx=False) == ["-gencode", "arch=compute_80,code=sm_80"]
-    assert builder.describe_archs(["sm_80"], ptx=False) == "sm_80 (SASS only, no PTX)"
+    assert compiling.gencode_flags(["sm_80"], ptx=False) == ["-gencode", "arch=compute_80,code=sm_80"]
+    assert compiling.describe_archs(["sm_80"], ptx=False) == "sm_80 (SASS only, no PTX)"
 
 
 # -- kernel files with include folders, macros and flags; what the library is -------------------
@@ -1100,7 +1101,7 @@ def test_a_damaged_cache_file_costs_only_a_compile(in_tmp, damage):
     an internal error (exit 70)."""
     source = write(in_tmp / "k.cc", CPU_SOURCE)
     assert builder.run(request(source, symbols=["xk_add"])).code() == 0
-    cache_file = in_tmp / "build" / builder.CACHE_FILE
+    cache_file = in_tmp / "build" / build_cache.CACHE_FILE
     cache = json.loads(cache_file.read_text())
     damage(cache)
     cache_file.write_text(json.dumps(cache))
@@ -1160,8 +1161,8 @@ def test_the_spinner_says_how_long_the_compile_has_run(monkeypatch):
     from rich.console import Console
 
     now = [100.0]
-    monkeypatch.setattr(builder.time, "monotonic", lambda: now[0])
-    text = builder.Elapsed("compiling k.cc with g++")
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    text = compiling.Elapsed("compiling k.cc with g++")
     console = Console(force_terminal=False, width=80, record=True)
     console.print(text)
     now[0] += 12.4

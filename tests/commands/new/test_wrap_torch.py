@@ -18,7 +18,7 @@ from locations import ARTIFACTS_DIR
 from needs import needs_ffi_headers, needs_gxx
 
 from xlacc import spec as specmod
-from xlacc.commands.build import builder
+from xlacc.commands.build import builder, plan
 from xlacc.commands.doctor.rules.compiler import include_findings
 from xlacc.commands.doctor.rules.error_text import diagnose_text
 from xlacc.commands.new import project as scaffold
@@ -92,7 +92,7 @@ def run_smoke(project):
 def test_the_compat_headers_give_views_checks_dispatch_and_the_stream_over_xla_buffers(tmp_path):
     binary = tmp_path / "compat_check"
     subprocess.run(
-        ["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{builder.XLACC_INCLUDE}", f"-I{COMPAT}", str(ARTIFACTS / "compat_check.cc"), "-o", str(binary)],
+        ["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{plan.XLACC_INCLUDE}", f"-I{COMPAT}", str(ARTIFACTS / "compat_check.cc"), "-o", str(binary)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     lines = subprocess.run([str(binary)], check=True, capture_output=True, text=True, timeout=60).stdout.splitlines()

@@ -12,21 +12,11 @@ everything it started, and only a bounded head and tail of its output is kept.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import hashlib
-import json
-import os
-import re
 import shlex
-import shutil
-import stat
-import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
 
 from xlacc.commands.doctor.rules import compiler as compiler_output
 from xlacc.commands.build.output import library_output
@@ -36,52 +26,31 @@ from xlacc.ground import locks, paths, process, resources, toolchain
 from xlacc import spec as spec_mod
 from xlacc.ground.catalogue import make as make_finding
 from xlacc.ground.errors import UsageError
-from xlacc.ground.report import Check, Finding, Report, console
+from xlacc.ground.report import Check, Finding, Report
 from xlacc.spec import Spec
 from xlacc.readers.elf_tables import is_shared_library
 from xlacc.spec import drift
-
-CACHE_FILE = ".xlacc-cache.json"
-CACHE_FORMAT = 1
-# A folder that builds share (CI, several checkouts, tests): a library is stored there under its
-# cache key, which covers the sources, their headers, the command and the compiler, but not where
-# the project is; a build with the same key copies it instead of compiling.
-SHARED_CACHE_ENV = "XLACC_CACHE_DIR"
-SOURCE_PLATFORMS = spec_mod.PLATFORM_OF_SUFFIX
-NO_LIBRARY_WRITTEN = "it exited 0 but wrote no shared library (the library there, if any, is kept)"
-MAX_SOURCE_BYTES = 64_000_000  # a source or header read for the cache key
-MAX_CACHE_FILE_BYTES = 16_000_000  # .xlacc-cache.json, a KEY.log: larger is no cache, not an error
-
-DEFAULT_TIMEOUT_S = 600.0  # --timeout: a paged-attention build for two archs takes 20-30 s on 16 cores
-COMPILER_EXIT_GRACE_S = 1.0  # after the compiler exits, how long what it left behind may hold its output
-COMPILER_TERM_GRACE_S = 2.0  # between SIGTERM and SIGKILL when it is stopped: nvcc removes its temporaries
-COMPILER_HEAD_BYTES = 256 * 1024  # of its output: the first errors...
-COMPILER_TAIL_BYTES = 256 * 1024  # ...and the last (the link, the count of errors)
-# The compiler could not write (a folder it may not write to, a full disk): not the sources' fault.
-# nvcc's words when it cannot run the host compiler it needs (none on PATH, or -ccbin wrong).
-NO_HOST_COMPILER = re.compile(r"Failed to preprocess host compiler properties|cannot find compiler '(?:cl|g\+\+|c\+\+)' in PATH", re.IGNORECASE)
-WRITE_FAILURE = re.compile(
-    r"^\S.*(?:cannot open output file|could not open output file|error writing to|"
-    r"No space left on device|Disk quota exceeded|Read-only file system|File too large).*$",
-    re.MULTILINE | re.IGNORECASE,
+from xlacc.commands.build.cache import CACHE_FILE, SHARED_CACHE_ENV, BuildCache, SharedCache, cache_key, digests, read_inputs
+from xlacc.commands.build.compiling import (
+    FFI_MARKERS,
+    clear_leftovers,
+    compile_command,
+    compile_failure_check,
+    compile_library,
+    describe_archs,
+    not_the_sources,
 )
+from xlacc.commands.build.plan import DEFAULT_TIMEOUT_S, Options, Plan, Target
 
-NVCC_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC")
-NVCC_HIDE_SYMBOLS = ("-Xcompiler", "-fvisibility=hidden")
-NVCC_TRAILING_FLAGS = ("-lineinfo",)
-# Each gencode target's cicc and ptxas in a thread of its own (nvcc >= 11.2): on a 16-core host a
-# default two-arch paged-attention build took 17.4-20.9 s instead of 24.5-32.0 s (benchmarks/RESULTS.md).
-NVCC_PARALLEL_ARCHS = ("--threads", "0")
-NVCC_THREADS_SINCE = (11, 2)
-HOST_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC")
-HOST_HIDE_SYMBOLS = ("-fvisibility=hidden",)
-FFI_MARKERS = (b"xla/ffi", b"xlacc/ffi.h")  # a source that mentions one needs the FFI headers on the include path
-# #include "x.h" or <x.h>: followed into the include folders xlacc knows (for the cache key).
-INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.MULTILINE)
-XLACC_INCLUDE = resources.INCLUDE_DIR
+
+SOURCE_PLATFORMS = spec_mod.PLATFORM_OF_SUFFIX
+
+
+
+
+
+
 TORCH_COMPAT = "_torch_compat"  # the templates' folder of PyTorch stand-ins (xlacc_torch_compat.h)
-
-# -- what to build ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -119,59 +88,10 @@ class BuildResult:
         return not any(c.ok is False for c in self.checks) and not any(f.severity == "error" for f in self.findings)
 
 
-@dataclass(frozen=True)
-class Target:
-    """What to compile, however it was asked for (a project's spec or kernel files)."""
-
-    title: str
-    root: Path  # the compiler runs here: paths in its messages are relative to it
-    sources: tuple[Path, ...]  # absolute
-    output: Path  # absolute
-    cache_file: Path
-    platform: str
-    entry_points: tuple[str, ...] | None  # None: what doctor recognises in the sources, when verifying
-    hide_symbols: bool  # -fvisibility=hidden: generated kernels mark their entry points visible
-    always_ffi: bool  # add the FFI headers even if no source mentions them
-    archs: tuple[str, ...]  # () = auto
-    archs_origin: str
-    ptx: bool = True  # embed PTX of the highest arch next to the SASS
-    include_dirs: tuple[Path, ...] = ()  # absolute; the compiler also gets xlacc's own headers
-    defines: tuple[str, ...] = ()
-    flags: tuple[str, ...] = ()
-    signature_changes: tuple[str, ...] = ()  # what changed in the spec after its code was generated
-    conflicts: tuple[str, ...] = ()  # path:line of each conflict `xlacc update` left unresolved
-    project: Spec | None = None  # the spec, for a project's build
-
-    @property
-    def search_path(self) -> tuple[Path, ...]:
-        return (XLACC_INCLUDE, *self.include_dirs)
 
 
-@dataclass(frozen=True)
-class Options:
-    force: bool = False
-    nvcc: Path | None = None
-    ffi_include: Path | None = None
-    verbose: bool = False
-    show_progress: bool = False
-    timeout: float = DEFAULT_TIMEOUT_S
 
 
-@dataclass
-class Plan:
-    target: Target
-    compiler: toolchain.Compiler
-    command: list[str]
-    archs: list[str]
-    key: str
-    cache: BuildCache
-    checks: list[Check]
-    inputs: tuple[Path, ...]  # the sources and the headers of theirs the key covers
-    input_digests: dict[Path, str]  # their text as the key covers it, and when each was written
-    record: build_record.Planned | None = None  # what the library was built against, compiled in
-
-
-# -- entry points -------------------------------------------------------------------------------
 
 
 def run(request: BuildRequest) -> Report:
@@ -248,9 +168,6 @@ def is_stale(
     plan = _prepare(_spec_target(spec, archs=archs), Options(nvcc=nvcc, ffi_include=ffi_include))
     plan.cache.save()  # keeps a newly learnt compiler version
     return not plan.cache.fresh(plan.target.output, plan.key)
-
-
-# -- targets ------------------------------------------------------------------------------------
 
 
 def _spec_target(
@@ -435,9 +352,6 @@ def _files_platform(files: list[Path], requested: str | None) -> str:
     return requested
 
 
-# -- the build ----------------------------------------------------------------------------------
-
-
 def _build(target: Target, options: Options) -> BuildResult:
     if target.project is None:  # kernel files built with flags: no project to guard
         return _build_unlocked(target, options)
@@ -452,7 +366,7 @@ def _build_unlocked(target: Target, options: Options) -> BuildResult:
     if target.conflicts:
         return _conflicts_result(target, started)
     plan = _prepare(target, options)
-    _clear_leftovers(target.output)
+    clear_leftovers(target.output)
     notes = [f"command (in {target.root}): {shlex.join(plan.command)}"] if options.verbose else []
     cached = not options.force and plan.cache.fresh(target.output, plan.key)
     if cached:
@@ -532,15 +446,15 @@ class StepResult:
 
 def _compile_step(plan: Plan, options: Options) -> StepResult:
     """Compile, record the new key on success, and turn the compiler's output into checks."""
-    outcome = _compile(plan, options)
+    outcome = compile_library(plan, options)
     messages = compiler_output.compiler_messages(outcome.output)
     shown = options.verbose and outcome.output.strip()
     notes = [f"{plan.compiler.kind} output:\n{outcome.output.rstrip()}"] if shown else []
     if not outcome.ok:
-        not_rejected = _not_the_sources(plan, outcome, options.timeout)
+        not_rejected = not_the_sources(plan, outcome, options.timeout)
         if not_rejected is not None:
             return StepResult([Check("compile", False, not_rejected)], [], notes)
-        failure = _compile_failure_check(plan, outcome, messages)
+        failure = compile_failure_check(plan, outcome, messages)
         stand_ins = next((d for d in plan.target.include_dirs if d.name == TORCH_COMPAT), None)
         findings = compiler_output.include_findings(outcome.output, plan.target.search_path, stand_ins)
         findings += [compiler_output.compile_error_finding(plan.compiler.kind, plan.target.title, messages, outcome.output)]
@@ -608,12 +522,6 @@ def _prepare(target: Target, options: Options) -> Plan:
     return Plan(target, compiler, command, archs, key, cache, checks, tuple(inputs), digests(inputs), record)
 
 
-def digests(inputs: dict[Path, bytes]) -> dict[Path, str]:
-    """Each input's text and the time it was last written: a save undone while the compiler ran
-    leaves the text as it was, not the time."""
-    return {path: f"{hashlib.sha256(data).hexdigest()} {(_file_stamp(path) or [0])[0]}" for path, data in inputs.items()}
-
-
 def changed_since_read(plan: Plan) -> list[str]:
     """The inputs whose text is no longer what the cache key covers (saved while the compiler ran:
     the library may hold either text)."""
@@ -622,440 +530,6 @@ def changed_since_read(plan: Plan) -> list[str]:
     except UsageError:
         now = {}
     return [path.name for path in dict.fromkeys([*plan.input_digests, *now]) if now.get(path) != plan.input_digests.get(path)]
-
-
-def gencode_flags(archs: list[str], ptx: bool = True) -> list[str]:
-    """SASS for every arch, and (unless ``ptx`` is off) PTX of the highest so newer GPUs can JIT it."""
-    ptx_arch = _ptx_arch(archs) if ptx else None
-    flags = []
-    for arch in archs:
-        virtual = "compute_" + arch.split("_", 1)[1]
-        code = f"[{arch},{virtual}]" if arch == ptx_arch else arch
-        flags += ["-gencode", f"arch={virtual},code={code}"]
-    return flags
-
-
-def _ptx_arch(archs: list[str]) -> str:
-    # An arch-specific PTX (compute_90a) runs only on that GPU: prefer the portable one.
-    return max(archs, key=lambda a: (toolchain.arch_number(a), not a.endswith("a")))
-
-
-def describe_archs(archs: list[str], ptx: bool = True) -> str:
-    if not ptx:
-        return f"{', '.join(archs)} (SASS only, no PTX)"
-    return f"{', '.join(archs)} + PTX compute_{_ptx_arch(archs).split('_', 1)[1]}"
-
-
-def compile_command(compiler: toolchain.Compiler, target: Target, archs: list[str], ffi_dir: Path | None) -> list[str]:
-    folders = [str(XLACC_INCLUDE), *(paths.shown(d, target.root) for d in target.include_dirs), *([str(ffi_dir)] if ffi_dir else [])]
-    include = [arg for folder in folders for arg in ("-I", folder)]
-    defines = [f"-D{d}" for d in target.defines]
-    sources = [paths.shown(s, target.root) for s in target.sources]
-    output = ["-o", paths.shown(target.output, target.root)]
-    if compiler.kind == "nvcc":
-        hide = list(NVCC_HIDE_SYMBOLS) if target.hide_symbols else []
-        parallel = list(NVCC_PARALLEL_ARCHS) if _archs_compile_in_parallel(compiler, archs, target.flags) else []
-        flags = [*NVCC_FLAGS, *hide, *gencode_flags(archs, target.ptx), *parallel, *include, *defines, *NVCC_TRAILING_FLAGS, *target.flags]
-    else:
-        hide = list(HOST_HIDE_SYMBOLS) if target.hide_symbols else []
-        flags = [*HOST_FLAGS, *hide, *include, *defines, *target.flags]
-    return [*compiler.argv, *flags, *sources, *output]
-
-
-def _archs_compile_in_parallel(compiler: toolchain.Compiler, archs: list[str], user_flags: tuple[str, ...]) -> bool:
-    """Several archs, an nvcc that has --threads, and no thread count of the user's own."""
-    numbers = tuple(int(n) for n in re.findall(r"\d+", compiler.version)[:2])
-    chosen = any(flag in ("-t", "--threads") or flag.startswith(("-t=", "--threads=")) for flag in user_flags)
-    return len(archs) > 1 and numbers >= NVCC_THREADS_SINCE and not chosen
-
-
-# -- inputs and the cache -----------------------------------------------------------------------
-
-
-def read_inputs(sources: tuple[Path, ...], search_path: tuple[Path, ...] = ()) -> dict[Path, bytes]:
-    """The sources and every header they include that sits next to its includer or in one of
-    ``search_path`` (xlacc's headers, the project, its include_dirs): what the cache key covers."""
-    inputs: dict[Path, bytes] = {}
-    pending = list(sources)
-    while pending:
-        path = pending.pop(0)
-        if path in inputs:
-            continue
-        try:
-            inputs[path] = paths.read_user_file(path, MAX_SOURCE_BYTES)
-        except FileNotFoundError:
-            raise UsageError(f"{path}: no such file") from None
-        for quote, name in INCLUDE.findall(inputs[path].decode("utf-8", errors="replace")):
-            folders = ((path.parent,) if quote == '"' else ()) + search_path
-            header = next((d / name for d in folders if (d / name).exists() and not (d / name).is_dir()), None)
-            if header is not None and header.resolve() not in inputs:
-                pending.append(header.resolve())
-    return inputs
-
-
-def cache_key(inputs: dict[Path, bytes], command: list[str], compiler: toolchain.Compiler, ffi_digest: str) -> str:
-    digest = hashlib.sha256()
-    for part in (json.dumps(command), compiler.kind, compiler.version, ffi_digest):
-        digest.update(part.encode() + b"\0")
-    for path, data in inputs.items():
-        digest.update(path.name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
-    return digest.hexdigest()
-
-
-def _file_stamp(path: Path) -> list[int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return [stat.st_mtime_ns, stat.st_size]
-
-
-@dataclass
-class BuildCache:
-    """``.xlacc-cache.json``: per library the key it was built from; the compilers' versions."""
-
-    path: Path
-    libraries: dict[str, dict] = field(default_factory=dict)
-    compilers: toolchain.VersionMemo = field(default_factory=dict)
-    _loaded: str = field(default="", repr=False, compare=False)
-
-    @classmethod
-    def load(cls, path: Path) -> BuildCache:
-        """The cache in ``path``; an empty one when it cannot be read (missing, damaged, not a
-        regular file, oversized): that only costs a compile."""
-        try:
-            raw = json.loads(paths.read_user_file(path, MAX_CACHE_FILE_BYTES))
-        except (OSError, ValueError, UsageError):
-            return cls(path)
-        if not isinstance(raw, dict) or raw.get("format") != CACHE_FORMAT:
-            return cls(path)
-        cache = cls(path, _well_formed(raw.get("libraries"), _library_entry), _well_formed(raw.get("compilers"), _compiler_entry))
-        cache._loaded = cache._serialize()
-        return cache
-
-    def _name(self, library: Path) -> str:
-        return os.path.relpath(library, self.path.parent)
-
-    def fresh(self, library: Path, key: str) -> bool:
-        entry = self.libraries.get(self._name(library))
-        return bool(entry) and entry.get("key") == key and entry.get("stamp") == _file_stamp(library)
-
-    def record(self, library: Path, key: str, command: list[str], archs: list[str]) -> None:
-        self.libraries[self._name(library)] = {
-            "key": key,
-            "stamp": _file_stamp(library),
-            "command": command,
-            "archs": archs,
-        }
-
-    def mark_current(self, library: Path, inputs: tuple[Path, ...]) -> None:
-        """A fresh library older than an input (touched, or edited and put back): given the time of
-        now, so that a newer source means a stale library to whoever compares times (doctor, the
-        generated package), and its entry the new stamp."""
-        stamp = _file_stamp(library)
-        if stamp is None or not any((_file_stamp(path) or [0])[0] > stamp[0] for path in inputs):
-            return
-        with contextlib.suppress(OSError):
-            os.utime(library)
-        entry = self.libraries.get(self._name(library))
-        if entry is not None:
-            entry["stamp"] = _file_stamp(library)
-
-    def verification(self, library: Path, question: dict) -> list[Check] | None:
-        entry = self.libraries.get(self._name(library)) or {}
-        verified = entry.get("verified") or {}
-        if verified.get("question") != question or entry.get("stamp") != _file_stamp(library):
-            return None
-        return [Check(name, ok, detail) for name, ok, detail in verified["checks"]]
-
-    def remember_verification(self, library: Path, question: dict, checks: list[Check]) -> None:
-        entry = self.libraries.get(self._name(library))
-        if entry is not None and entry.get("stamp") == _file_stamp(library):
-            entry["verified"] = {"question": question, "checks": [[c.name, c.ok, c.detail] for c in checks]}
-
-    def _serialize(self) -> str:
-        body = {"format": CACHE_FORMAT, "libraries": self.libraries, "compilers": self.compilers}
-        return json.dumps(body, indent=1, sort_keys=True)
-
-    def save(self) -> None:
-        text = self._serialize()
-        if text == self._loaded:
-            return
-        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, self.path)
-        except OSError:  # a cache that cannot be written only costs a rebuild
-            with contextlib.suppress(OSError):
-                temporary.unlink(missing_ok=True)
-            return
-        self._loaded = text
-
-
-def _well_formed(table: Any, valid: Callable[[dict], bool]) -> dict[str, dict]:
-    """A cache table's entries of the shape xlacc writes; any other (a list, a string, a damaged
-    entry: a file edited by hand or cut short) is left out, and costs only a compile."""
-    if not isinstance(table, dict):
-        return {}
-    return {name: entry for name, entry in table.items() if isinstance(entry, dict) and valid(entry)}
-
-
-def _is_stamp(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in value)
-
-
-def _library_entry(entry: dict) -> bool:
-    verified = entry.get("verified", {"question": None, "checks": []})
-    checks = verified.get("checks") if isinstance(verified, dict) else None
-    return (
-        isinstance(entry.get("key"), str)
-        and _is_stamp(entry.get("stamp"))
-        and isinstance(checks, list)
-        and all(isinstance(c, list) and len(c) == 3 and isinstance(c[0], str) and c[1] in (True, False, None) and isinstance(c[2], str) for c in checks)
-    )
-
-
-def _compiler_entry(entry: dict) -> bool:
-    return _is_stamp(entry.get("stamp")) and isinstance(entry.get("version"), str)
-
-
-@dataclass(frozen=True)
-class SharedCache:
-    """``$XLACC_CACHE_DIR``: ``KEY.so`` and the compiler's output ``KEY.log`` per library. Written
-    through a temporary file and a rename, so that builds running at once never see half a file."""
-
-    folder: Path
-
-    @classmethod
-    def from_environment(cls) -> SharedCache | None:
-        folder = os.environ.get(SHARED_CACHE_ENV, "").strip()
-        return cls(Path(folder).expanduser()) if folder else None
-
-    def unusable(self) -> str | None:
-        """Why the folder cannot give libraries (it is a file, or not readable); None when it can
-        (a folder that does not exist yet is made by the first store)."""
-        if not self.folder.exists():
-            return None
-        if not self.folder.is_dir():
-            return "is a file, not a folder"
-        if not os.access(self.folder, os.R_OK | os.X_OK):
-            return "is a folder xlacc cannot read"
-        return None
-
-    def read_only(self) -> bool:
-        """A cache CI filled and mounted read-only: libraries are copied from it, none stored."""
-        return self.folder.is_dir() and not os.access(self.folder, os.W_OK)
-
-    def copy(self, key: str, library: Path, entry_points: tuple[str, ...] = ()) -> str | None:
-        """Put the stored library at ``library``; its compiler output, or None if none is stored.
-        A damaged entry (a log that is no regular file or too large, a stored file that is no
-        shared library or exports not every entry point) is dropped, and never replaces the
-        library there."""
-        output = self._stored_output(key)
-        if output is None:
-            return None
-        paths.make_directory(library.parent)
-        temporary = temporary_output(library)
-        try:
-            if not self._copy_library(key, temporary) or not _exports_all(temporary, entry_points):
-                self._drop(key)
-                return None
-            os.replace(temporary, library)
-        except OSError:
-            return None
-        finally:
-            temporary.unlink(missing_ok=True)
-        return output
-
-    def _stored_output(self, key: str) -> str | None:
-        """``KEY.log``, whose presence marks an entry whole; None when there is none, or when it
-        cannot be read (then the entry is dropped)."""
-        try:
-            data = paths.read_user_file(self.folder / f"{key}.log", MAX_CACHE_FILE_BYTES)
-        except FileNotFoundError:
-            return None
-        except (OSError, UsageError):
-            self._drop(key)
-            return None
-        return data.decode("utf-8", errors="replace")
-
-    def _copy_library(self, key: str, destination: Path) -> bool:
-        """``KEY.so`` copied to ``destination``; False when it is no shared library (a pipe, garbage, cut short)."""
-        stored = self.folder / f"{key}.so"
-        if not stat.S_ISREG(os.stat(stored).st_mode):
-            return False
-        shutil.copyfile(stored, destination)
-        return _not_a_library(destination) is None
-
-    def _drop(self, key: str) -> None:
-        for name in (f"{key}.log", f"{key}.so"):  # the log first: it marks the pair whole
-            with contextlib.suppress(OSError):
-                (self.folder / name).unlink()
-
-    def store(self, key: str, library: Path, compiler_output: str) -> None:
-        """Keep a copy; a cache that cannot be written only costs a later build its compile."""
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._write(f"{key}.so", lambda path: shutil.copyfile(library, path))
-            self._write(f"{key}.log", lambda path: path.write_text(compiler_output, encoding="utf-8"))  # last: it marks the pair whole
-        except OSError:
-            return
-
-    def _write(self, name: str, write) -> None:
-        temporary = self.folder / f".{name}.{os.getpid()}.tmp"
-        try:
-            write(temporary)
-            os.replace(temporary, self.folder / name)
-        finally:
-            temporary.unlink(missing_ok=True)
-
-
-# -- compiling ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompileOutcome:
-    ok: bool
-    returncode: int | None  # None: stopped at the timeout
-    output: str
-    seconds: float
-    not_a_library: str = ""  # it exited 0, and this says what it wrote instead of a library
-
-    @property
-    def timed_out(self) -> bool:
-        return self.returncode is None
-
-
-def temporary_output(library: Path) -> Path:
-    """Where the compiler writes before the rename; the pid lets a later build clear leftovers."""
-    return library.with_name(f".{library.name}.{os.getpid()}.tmp")
-
-
-def _clear_leftovers(library: Path) -> None:
-    """Remove temporary outputs of builds that were killed (their process is gone)."""
-    for leftover in library.parent.glob(f".{library.name}.*.tmp"):
-        pid = leftover.name[len(library.name) + 2 : -len(".tmp")]
-        if pid.isdigit() and not paths.process_alive(int(pid)):
-            leftover.unlink(missing_ok=True)
-
-
-def _compile(plan: Plan, options: Options) -> CompileOutcome:
-    """Run the compiler into a temporary file; replace the library only when it succeeded."""
-    library = plan.target.output
-    paths.make_directory(library.parent)
-    temporary = temporary_output(library)
-    command = plan.command[:-1] + [str(temporary)]
-    output = process.BoundedOutput(COMPILER_HEAD_BYTES, COMPILER_TAIL_BYTES)
-    started = time.perf_counter()
-    try:
-        if plan.record is not None:
-            build_record.write_source(plan.record)
-        with _progress(f"compiling {plan.target.title} with {plan.compiler.kind}", options.show_progress):
-            ended = process.run_in_session(
-                command, options.timeout, output, cwd=plan.target.root, exit_grace=COMPILER_EXIT_GRACE_S, term_grace=COMPILER_TERM_GRACE_S
-            )
-        text = paths.for_user_in(output.text().replace(str(temporary), str(library)), plan.target.root)
-        problem = _not_a_library(temporary) if ended.returncode == 0 else None
-        ok = ended.returncode == 0 and problem is None
-        if ok:
-            os.replace(temporary, library)
-        wrote = _wrote_no_library(problem) if problem is not None else ""
-        return CompileOutcome(ok, ended.returncode, text + (f"\n{wrote}" if wrote else ""), time.perf_counter() - started, wrote)
-    except OSError as exc:
-        return CompileOutcome(False, -1, f"{plan.compiler.path}: {exc.strerror or exc}", time.perf_counter() - started)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
-def _exports_all(path: Path, entry_points: tuple[str, ...]) -> bool:
-    """Whether the library at ``path`` exports every entry point (a stored copy that does not is
-    not the one its key names)."""
-    if not entry_points:
-        return True
-    from xlacc.readers import elf  # lazy: pyelftools' import; a no-op build reads no library
-
-    try:
-        exported = elf.read_shared_object(path).exported
-    except elf.ElfError:
-        return False
-    return all(name in exported for name in entry_points)
-
-
-def _not_a_library(path: Path) -> str | None:
-    """Why the file a compiler (or the shared cache) wrote is not a shared library xlacc may put in
-    place, "" when there is no file; None when it is one (one built for another machine too:
-    verification says so)."""
-    from xlacc.readers import elf  # lazy: pyelftools' import; a no-op build reads no library
-
-    try:
-        elf.read_shared_object(path)
-    except elf.ElfError as exc:
-        if exc.kind == "wrong-machine":
-            return None
-        return "" if exc.kind == "not-found" else str(exc).removeprefix(f"{path}: ")
-    return None
-
-
-def _wrote_no_library(problem: str) -> str:
-    if not problem:
-        return NO_LIBRARY_WRITTEN
-    return f"it exited 0, but the file it wrote is not a shared library: {problem}; the library there, if any, is kept"
-
-
-@contextmanager
-def _progress(message: str, enabled: bool) -> Iterator[None]:
-    if not enabled or not sys.stderr.isatty():
-        yield
-        return
-    with console(stderr=True).status(Elapsed(message)):
-        yield
-
-
-class Elapsed:
-    """A spinner's text with the seconds since it started: rich renders it again on every refresh."""
-
-    def __init__(self, message: str):
-        self.message = message
-        self.started = time.monotonic()
-
-    def __rich__(self) -> str:
-        return f"{self.message} ({time.monotonic() - self.started:.0f} s)"
-
-
-# -- compiler messages --------------------------------------------------------------------------
-
-
-def _not_the_sources(plan: Plan, outcome: CompileOutcome, timeout: float) -> str | None:
-    """Why a compile failed, in one line, when the sources are not the cause: the compiler ran past
-    the timeout, exited 0 without writing a library, or could not write (permissions, a full disk)."""
-    compiler = f"{plan.compiler.kind} ({shlex.join(plan.compiler.argv)})"
-    if outcome.timed_out:
-        return f"{compiler} did not finish in {timeout:g} s: xlacc stopped it and everything it started (--timeout SECONDS allows longer)"
-    if outcome.not_a_library:
-        return f"{plan.compiler.kind} failed: {outcome.not_a_library}"
-    killed = compiler_output.killed_by_signal(plan.compiler.kind, outcome.returncode, outcome.output)
-    if killed is not None:
-        return killed
-    unwritable = WRITE_FAILURE.search(outcome.output)
-    if unwritable is not None:
-        return f"{plan.compiler.kind} could not write the library, not a compile error: {unwritable.group(0).strip()}"
-    if plan.compiler.kind == "nvcc" and NO_HOST_COMPILER.search(outcome.output):
-        return "nvcc found no host C++ compiler to run (it compiles host code with g++, c++ or clang++ on PATH, or -ccbin): install g++, not a compile error"
-    return None
-
-
-def _compile_failure_check(plan: Plan, outcome: CompileOutcome, messages: compiler_output.CompilerMessages) -> Check:
-    count = len(messages.errors)
-    if messages.errors:
-        first = messages.errors[0].splitlines()[0]
-    else:
-        first = f"exit status {outcome.returncode}"
-    more = f" (and {count - 1} more)" if count > 1 else ""
-    return Check("compile", False, f"{plan.compiler.kind} failed: {first}{more}")
-
-
-# -- verification -------------------------------------------------------------------------------
 
 
 def verify_library(
