@@ -87,7 +87,7 @@ def gpu_arch() -> str:
 def nvcc_command(project: Path, library: Path, arch: str, defines: dict[str, int], name: str = NAME) -> list[str]:
     import jax
 
-    from xlacc.commands.build.builder import XLACC_INCLUDE
+    from xlacc.commands.build.plan import XLACC_INCLUDE
 
     number = arch.removeprefix("sm_")
     return [

@@ -19,7 +19,7 @@ import pytest
 from needs import GXX, NVCC, needs_gxx
 
 from xlacc import spec as specmod
-from xlacc.commands.build.builder import XLACC_INCLUDE
+from xlacc.commands.build.plan import XLACC_INCLUDE
 from xlacc.commands.new.project import NewRequest, create, spec_for
 
 jax = pytest.importorskip("jax", reason="the paged-attention tests run the kernel through jax")

@@ -17,7 +17,7 @@ from locations import REPO_DIR
 from needs import GXX, needs_gxx
 
 from xlacc import spec as specmod
-from xlacc.commands.build.builder import XLACC_INCLUDE
+from xlacc.commands.build.plan import XLACC_INCLUDE
 from xlacc.commands.new.project import NewRequest, create, spec_for
 
 jax = pytest.importorskip("jax", reason="the template's tests run the kernel through jax")

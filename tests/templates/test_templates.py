@@ -23,7 +23,7 @@ from elftools.elf.elffile import ELFFile
 from locations import REPO_DIR
 
 from xlacc import spec as specmod
-from xlacc.commands.build.builder import XLACC_INCLUDE
+from xlacc.commands.build.plan import XLACC_INCLUDE
 from xlacc.commands.new import project as scaffold
 from xlacc.commands.new import transform_plan as transforms
 from xlacc.readers import fatbin
