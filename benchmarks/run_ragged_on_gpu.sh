@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The ragged-paged-attention figures of benchmarks/RESULTS.md, on the GPU machine.
 #
-#   bash benchmarks/run_ragged_on_gpu.sh build PREBUILT      # anywhere nvcc is (no GPU needed): sm_90 libraries
-#   bash benchmarks/run_ragged_on_gpu.sh final OUT PREBUILT  # on the GPU: the GPU tests, then the grid
+#   bash benchmarks/run_ragged_on_gpu.sh build PREBUILT      # anywhere nvcc is (no GPU needed): sm_90a libraries,
+#                                                            # and PREBUILT/generic for sm_90 (the mma.sync prefill body)
+#   bash benchmarks/run_ragged_on_gpu.sh final OUT PREBUILT  # on the GPU: the GPU tests of both builds, then the grid
 set -uo pipefail
 stage=$1
 export PYTHONUNBUFFERED=1
 case "$stage" in
   build)
-    python3 benchmarks/bench_ragged.py --build-only --arch sm_90 --workdir "$2"
+    python3 benchmarks/bench_ragged.py --build-only --arch sm_90a --workdir "$2" &&
+      python3 benchmarks/bench_ragged.py --build-only --arch sm_90 --workdir "$2/generic"
     ;;
   final)
     out=$2 pre=$3
@@ -17,6 +19,7 @@ case "$stage" in
       nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
       python3 -c 'import jax, jaxlib; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, jax.devices())'
     } 2>&1 | tee "$out/log"
+    RAGGED_PREBUILT="$pre/generic/ragged" timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py -k "every and bf16" 2>&1 | tail -2 | tee -a "$out/log"
     RAGGED_PREBUILT="$pre/ragged" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py 2>&1 | tail -5 | tee -a "$out/log"
     # The whole grid against cuDNN (paged and dense) and the decode template; then Pallas and jnp at
     # the decode points they finish in time (a first run with every contender at every point spent

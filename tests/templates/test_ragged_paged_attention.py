@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from needs import GXX, NVCC, needs_gxx
+from needs import GXX, NVCC, needs_gxx, needs_nvcc
 
 from xlacc import spec as specmod
 from xlacc.commands.build.plan import XLACC_INCLUDE
@@ -193,6 +193,26 @@ def test_unsupported_shapes_fail_with_a_message(cpu_op, change, message):
     change(operands)
     with pytest.raises(Exception, match=message.replace("[", r"\[").replace("]", r"\]").replace("+", r"\+")), jax.default_device(_cpu()):
         jax.block_until_ready(op(*[jax.numpy.asarray(a) for a in operands], **attrs))
+
+
+# A hang guard for one nvcc run on a busy 2-core machine (about 15 s when quiet).
+PTX_TIMEOUT = 600
+
+
+@needs_nvcc
+def test_an_sm90a_build_runs_long_prefills_on_wgmma_with_a_producer_warpgroup(tmp_path):
+    """Built for sm_90a, the prefill kernel's products are wgmma, fed by a producer warpgroup through
+    mbarriers with the registers moved to the product warpgroups; warning-free like every template.
+    (The generic sm_90 build, mma.sync, is compiled in test_templates.py.)"""
+    spec = _render(tmp_path, NAME, "ragged-paged-attention", "cuda", ["jax"])
+    ptx = tmp_path / "ragged.ptx"
+    include = [f"-I{XLACC_INCLUDE}", f"-I{spec.root}", "-isystem", str(jax.ffi.include_dir())]
+    command = [NVCC, "-O1", "-std=c++17", "-ptx", "-Werror", "all-warnings", "-gencode", "arch=compute_90a,code=compute_90a", *include, "-o", str(ptx)]
+    result = subprocess.run([*command, str(spec.root / spec.entry_file)], capture_output=True, text=True, timeout=PTX_TIMEOUT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = ptx.read_text()
+    for instruction in ("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "cp.async.mbarrier.arrive.noinc", "setmaxnreg.inc", "setmaxnreg.dec"):
+        assert instruction in text, instruction
 
 
 @needs_gxx
