@@ -18,7 +18,6 @@ import argparse
 import functools
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,15 +52,7 @@ PROJECTS = ((example.ATTEND, "paged-attention"), (example.WRITE, "paged-kv-write
 
 
 def build(workdir: Path, arch: str) -> None:
-    jobs = []
-    for name, template in PROJECTS:
-        project = base.render(workdir / name, name=name, template=template)
-        library = project / name / f"lib{name}.so"
-        jobs.append(subprocess.Popen(base.nvcc_command(project, library, arch, {}, name=name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    for job in jobs:
-        output, _ = job.communicate()
-        if job.returncode != 0:
-            raise SystemExit(f"nvcc failed:\n{output[-3000:]}")
+    base.build_projects(workdir, PROJECTS, arch)
 
 
 def timed(step, state, *, samples: int, calls: int = 5):

@@ -125,6 +125,19 @@ def build_with_nvcc(project: Path, arch: str, variants: dict[str, dict[str, int]
     return libraries
 
 
+def build_projects(workdir: Path, projects, arch: str) -> None:
+    """Render each (name, template) project under workdir and build its library with nvcc, side by side."""
+    jobs = []
+    for name, template in projects:
+        project = render(workdir / name, name=name, template=template)
+        library = project / name / f"lib{name}.so"
+        jobs.append(subprocess.Popen(nvcc_command(project, library, arch, {}, name=name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for job in jobs:
+        output, _ = job.communicate()
+        if job.returncode != 0:
+            raise SystemExit(f"nvcc failed:\n{output[-3000:]}")
+
+
 def build(project: Path, arch: str, variants: dict[str, dict[str, int]]) -> dict[str, Path]:
     """The project's library (via `xlacc build`, else nvcc) and one library per variant, built in parallel."""
     libraries = {"default": project / NAME / f"lib{NAME}.so"}

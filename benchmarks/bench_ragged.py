@@ -279,17 +279,7 @@ def markdown(report: dict) -> str:
 
 def build(workdir: Path, arch: str) -> None:
     """The ragged and the decode template's projects, rendered and built with nvcc side by side."""
-    import subprocess
-
-    jobs = []
-    for name, template in ((NAME, "ragged-paged-attention"), (DECODE, "paged-attention")):
-        project = base.render(workdir / name, name=name, template=template)
-        library = project / name / f"lib{name}.so"
-        jobs.append(subprocess.Popen(base.nvcc_command(project, library, arch, {}, name=name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    for job in jobs:
-        output, _ = job.communicate()
-        if job.returncode != 0:
-            raise SystemExit(f"nvcc failed:\n{output[-3000:]}")
+    base.build_projects(workdir, ((NAME, "ragged-paged-attention"), (DECODE, "paged-attention")), arch)
 
 
 def main(argv=None) -> int:
