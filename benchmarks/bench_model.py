@@ -9,13 +9,15 @@ scatter) against the same model in torch, in one process.
 One GPU (done when: decode >= 90% of the bytes limit and >= 4x torch.compile's tokens/s; prefill
 faster than torch eager with SDPA; teacher-forced top-1 agreement with torch eager at least that of
 the same torchax model with XLA's own attention):
-  1. `xlacc new` + `xlacc build` of a paged-attention and a paged-kv-write project (cuda, bf16),
-     unless their libraries are there already (--workdir).
+  1. `xlacc new` + `xlacc build` of a paged-attention, a paged-kv-write and (for the ragged variants)
+     a ragged-paged-attention project (cuda, bf16), unless their libraries are there already (--workdir;
+     build rpa with `--arch sm_90a` beforehand for its wgmma prefill body).
   2. torch (before torchax is imported): LlamaForCausalLM, random weights, SDPA. Prefill of the whole
      prompt into a StaticCache, timed (the second of two); torch eager decode for --check-steps steps
      (the numerics' reference, logits kept) and --new-tokens timed; torch.compile(reduce-overhead).
   3. The model path: `Engine(model, kv_write=...)` per variant (kv write op or scatter, decode steps
-     per jitted call); generate() twice (the first compiles): time to first token, decode tokens/s.
+     per jitted call, the attention: `pa` decode with XLA's prefill, `ragged-prefill` the ragged op's
+     prefill with `pa` decode, `ragged` both through the ragged op); generate() twice (the first compiles): time to first token, decode tokens/s.
      Teacher-forced logits on torch eager's tokens, for the op and for XLA's own attention.
   4. The bytes limit: weights once + the KV cache at the mean context, over a measured copy.
 --tp N: the same model over N GPUs (tensor parallel) against one GPU of the same machine, decode
@@ -44,6 +46,7 @@ PRESETS = {
             "dtype": "bf16", "batch": 64, "prompt": 2048, "new_tokens": 128, "check_steps": 32},
 }
 OUT = None
+ATTENTIONS = ("pa", "ragged-prefill", "ragged")  # decode op + XLA's prefill; the ragged op's prefill + decode op; the ragged op for both
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
 
 
@@ -61,7 +64,11 @@ def parse_args(argv=None):
     for name in ("batch", "prompt", "new_tokens", "check_steps", "layers"):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=None)
     p.add_argument("--tp", type=int, default=1, help="tensor parallel over this many GPUs, against one GPU")
-    p.add_argument("--variants", default="op:1,op:4,scatter:4", help="KV write (op|scatter):decode steps per jitted call, ...")
+    p.add_argument("--variants", default="op:1,op:4,scatter:4,op:4:ragged-prefill",
+                   help="KV write (op|scatter):decode steps per jitted call[:attention (pa|ragged-prefill|ragged)], ...")
+    p.add_argument("--xla-options", type=json.loads, default=[None],
+                   help='JSON list of XLA compile-option sets for the model path\'s steps (null: the Engine\'s COMPILER_OPTIONS); '
+                        'the first serves every variant, each further one reruns the first variant (with --tp: the N-GPU run)')
     p.add_argument("--no-torch-compile", action="store_true")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--workdir", type=Path, default=Path("/tmp/xlacc_model_projects"))
@@ -74,19 +81,29 @@ def parse_args(argv=None):
         if getattr(args, key, None) is None:
             setattr(args, key, value)
     args.platform = "cuda" if torch.cuda.is_available() else "cpu"
-    args.variants = [(kind, int(steps)) for kind, _, steps in (v.partition(":") for v in args.variants.split(",") if v)]
+    args.variants = [parse_variant(v) for v in args.variants.split(",") if v]
     return args
+
+
+def parse_variant(text: str) -> tuple[str, int, str]:
+    """"op:4:ragged-prefill" -> ("op", 4, "ragged-prefill"); the attention defaults to "pa"."""
+    kind, steps, attention = (text.split(":") + ["pa"])[:3]
+    if kind not in ("op", "scatter") or attention not in ATTENTIONS:
+        raise SystemExit(f"--variants: {text!r} is not WRITE:STEPS[:ATTENTION] (WRITE op|scatter, ATTENTION {'|'.join(ATTENTIONS)})")
+    return kind, int(steps), attention
 
 
 # -- 1. the projects --------------------------------------------------------------------------------
 
 
-def projects(workdir: Path, platform: str, dtype: str) -> dict:
-    """pa (paged-attention) and kvw (paged-kv-write): written and built unless their libraries exist."""
+def projects(workdir: Path, platform: str, dtype: str, ragged: bool) -> dict:
+    """pa (paged-attention), kvw (paged-kv-write) and with `ragged` rpa (ragged-paged-attention):
+    written and built unless their libraries exist."""
     workdir.mkdir(parents=True, exist_ok=True)
     xlacc = [sys.executable, "-m", "xlacc"]
     record, builds = {}, {}
-    for name, template in (("pa", "paged-attention"), ("kvw", "paged-kv-write")):
+    wanted = (("pa", "paged-attention"), ("kvw", "paged-kv-write")) + ((("rpa", "ragged-paged-attention"),) if ragged else ())
+    for name, template in wanted:
         library = workdir / name / name / f"lib{name}.so"
         if library.is_file():
             record[name] = "built already"
@@ -103,7 +120,7 @@ def projects(workdir: Path, platform: str, dtype: str) -> dict:
             raise SystemExit(f"xlacc build {name} failed:\n{output[-4000:]}")
         record[name] = "built"
     record["build_s"] = round(time.perf_counter() - start, 1)
-    for name in ("pa", "kvw"):
+    for name, _ in wanted:
         sys.path.insert(0, str(workdir / name))
     return record
 
@@ -246,10 +263,13 @@ def path_runs(args, model, prompt_np, reference):
     prompts = list(prompt_np)
     summary = {}
     engines = {}
-    for kind, steps in args.variants:
-        name = f"xlacc_{kind}_x{steps}"
+    runs = [(variant, args.xla_options[0], "") for variant in args.variants]
+    runs += [(args.variants[0], options, f"+options{i}") for i, options in enumerate(args.xla_options[1:], 1)]
+    for (kind, steps, attention), options, suffix in runs:
+        name = f"xlacc_{kind}_x{steps}" + ("" if attention == "pa" else f"_{attention}") + suffix
         kv_write = kvw_jax.kvw if kind == "op" else None
-        engine = engines[name] = xm.Engine(model, max_seqs=B, max_len=max_len, kv_write=kv_write, steps_per_call=steps)
+        engine = engines[name] = make_engine(xm, attention, model, max_seqs=B, max_len=max_len, kv_write=kv_write, steps_per_call=steps,
+                                             compiler_options=options)
         t0 = time.perf_counter()
         engine.generate(prompts, max_new_tokens=n)
         warm = time.perf_counter() - t0
@@ -257,10 +277,12 @@ def path_runs(args, model, prompt_np, reference):
         decode_s = statistics.median(r.decode_s for r in runs)
         summary[name] = {"tok_s": B * (n - 1) / decode_s, "ms_per_step": decode_s / (n - 1) * 1e3, "ttft_s": min(r.ttft_s for r in runs)}
         hlo = engine.compiled_decode_text(B)
-        emit({"event": "path_decode", "variant": name, "kv_write": engine.kv_write_name, "steps_per_call": steps,
+        emit({"event": "path_decode", "variant": name, "kv_write": engine.kv_write_name, "steps_per_call": steps, "attention": attention,
+              "xla_options": engine.compiler_options,
               "tok_s": round(summary[name]["tok_s"], 1), "ms_per_step": round(summary[name]["ms_per_step"], 3),
               "ttft_s": round(summary[name]["ttft_s"], 4), "first_run_s": round(warm, 1),
               "custom_calls": sorted(set(re.findall(r'custom_call_target="([^"]+)"', hlo))),
+              "prefill_custom_calls": sorted(set(re.findall(r'custom_call_target="([^"]+)"', engine.compiled_prefill_text(B, 16)))),
               "cache_copies": sum(1 for line in hlo.splitlines() if " copy(" in line and f"[{engine.cache.num_blocks},16," in line),
               "free_blocks_after": engine.cache.free_blocks})
     # numerics: teacher-forced on torch eager's greedy tokens
@@ -284,6 +306,19 @@ def path_runs(args, model, prompt_np, reference):
     return summary, numerics, limit_s
 
 
+def make_engine(xm, attention: str, model, **options):
+    """The variant's Engine: the paged-attention project's, with the ragged op for its prefill, or
+    the ragged-paged-attention project's (the op for both)."""
+    if attention == "pa":
+        return xm.Engine(model, **options)
+    import rpa.jax
+    import rpa.model
+
+    if attention == "ragged":
+        return rpa.model.Engine(model, **options)
+    return xm.Engine(model, prefill_attention=rpa.jax.rpa, decode_attention=xm.DEFAULT_DECODE, **options)
+
+
 def _xla_decode(pa_reference, query, key_cache, value_cache, cu_q_lens, kv_lens, block_tables, num_seqs, *, scale, sliding_window=0,
                 soft_cap=0.0):
     import jax.numpy as jnp
@@ -304,26 +339,32 @@ def tensor_parallel(args, model, prompt_np):
 
     B, S, n = args.batch, args.prompt, args.new_tokens
     prompts, result = list(prompt_np), {}
-    for tp in (args.tp, 1):
+    for tp, options in [(args.tp, options) for options in args.xla_options] + [(1, args.xla_options[0])]:
         mesh = xm.model_mesh(tp=tp) if tp > 1 else None
         make = functools.partial(xm.Engine, model, max_seqs=B, max_len=S + n + 1, kv_write=kvw_jax.kvw, mesh=mesh,
-                                 steps_per_call=args.variants[0][1], max_prefill_tokens=1 << 16)
+                                 steps_per_call=args.variants[0][1], max_prefill_tokens=1 << 16, compiler_options=options)
         engine, prefill = make(), "default"
         t0 = time.perf_counter()
         try:
             engine.generate(prompts, max_new_tokens=n)
         except Exception as e:  # noqa: BLE001  (cuDNN's attention split over devices: XLA's instead, and say so)
-            emit({"event": "error", "devices": tp, "prefill": "default", "error": f"{type(e).__name__}: {e}"[:2000]})
+            emit({"event": "error", "devices": tp, "prefill": "default", "xla_options": options, "error": f"{type(e).__name__}: {e}"[:2000]})
             engine.cache.layers = None
             engine, prefill = make(prefill_attention=functools.partial(prefill_attention, implementation="xla")), "XLA"
-            engine.generate(prompts, max_new_tokens=n)
+            try:
+                engine.generate(prompts, max_new_tokens=n)
+            except Exception as e:  # noqa: BLE001  (an option set XLA refuses: say so, go on with the next)
+                emit({"event": "error", "devices": tp, "prefill": "XLA", "xla_options": options, "error": f"{type(e).__name__}: {e}"[:2000]})
+                engine.cache.layers = None
+                continue
         warm = time.perf_counter() - t0
         runs = [engine.generate(prompts, max_new_tokens=n) for _ in range(args.rounds)]
         decode_s = statistics.median(r.decode_s for r in runs)
         hlo = engine.compiled_decode_text(B)
         collectives = {c: len(re.findall(rf"\b{c}(?:-start)?\(", hlo)) for c in COLLECTIVES}
-        result[tp] = B * (n - 1) / decode_s
-        emit({"event": "tp_decode", "devices": tp, "tok_s": round(result[tp], 1), "ms_per_step": round(decode_s / (n - 1) * 1e3, 3),
+        result[tp] = max(result.get(tp, 0.0), B * (n - 1) / decode_s)
+        emit({"event": "tp_decode", "devices": tp, "xla_options": engine.compiler_options,
+              "tok_s": round(B * (n - 1) / decode_s, 1), "ms_per_step": round(decode_s / (n - 1) * 1e3, 3),
               "ttft_s": round(min(r.ttft_s for r in runs), 4), "prefill_attention": prefill, "first_run_s": round(warm, 1),
               "decode_collectives": collectives, "device_kind": jax.devices()[0].device_kind, "device_count": jax.device_count()})
         engine.cache.layers = None
@@ -361,7 +402,8 @@ def main(argv=None) -> int:
     torch.set_grad_enabled(False)
     if args.platform == "cpu":
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    emit({"event": "projects", **projects(args.workdir, args.platform, args.dtype)})
+    ragged = any(attention != "pa" for _, _, attention in args.variants)
+    emit({"event": "projects", **projects(args.workdir, args.platform, args.dtype, ragged)})
     import transformers
 
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
@@ -376,8 +418,10 @@ def main(argv=None) -> int:
     reference = torch_runs(args, model, torch.as_tensor(prompt_np, dtype=torch.long, device=args.platform), args.platform)
     summary, numerics, limit_s = path_runs(args, model, prompt_np, reference)
     best = max(summary, key=lambda k: summary[k]["tok_s"])
+    ragged_prefill = [k for k in summary if "ragged" in k] or list(summary)
+    ttft = min(summary[k]["ttft_s"] for k in ragged_prefill)
     checks = {"bytes_limit>=90%": limit_s * 1e3 / summary[best]["ms_per_step"] >= 0.9,
-              "prefill_faster_than_torch_eager": summary[best]["ttft_s"] < reference["ttft_s"]}
+              "prefill_faster_than_torch_eager": ttft < reference["ttft_s"]}
     if "torch_compile" in reference["tok_s"]:
         checks[">=4x_torch_compile"] = summary[best]["tok_s"] >= 4 * reference["tok_s"]["torch_compile"]
     first_name = next(iter(summary))
@@ -385,7 +429,8 @@ def main(argv=None) -> int:
     emit({"event": "verdict", "ok": all(checks.values()), "checks": checks, "best": best,
           "best_percent_of_bytes_limit": round(100 * limit_s * 1e3 / summary[best]["ms_per_step"], 1),
           "best_tok_s": round(summary[best]["tok_s"], 1), "torch_tok_s": {k: round(v, 1) for k, v in reference["tok_s"].items()},
-          "ttft_s": {"xlacc": round(summary[best]["ttft_s"], 4), "torch_eager": round(reference["ttft_s"], 4)}})
+          "ttft_s": {"xlacc": round(ttft, 4), "through": min(ragged_prefill, key=lambda k: summary[k]["ttft_s"]),
+                     "torch_eager": round(reference["ttft_s"], 4)}})
     return 0 if all(checks.values()) else 1
 
 
