@@ -134,6 +134,7 @@ def single(xm, kvw_op):
     stopped = engine.generate(batch, max_new_tokens=NEW, eos_token_id=[eos])
     results["eos"], results["eos_tokens"], results["eos_finish"] = eos, stopped.tokens, stopped.finish
     results["free_blocks_after"], results["num_blocks"] = engine.cache.free_blocks, engine.cache.num_blocks
+    results["merged_qkv"] = merged_qkv(model, engine)
     # cache reuse: a cache with room for one batch only, two requests one after the other
     needed = sum(-(-(n + NEW) // 16) for n in PROMPT_LENS) + 1
     small = xm.Engine(model, max_seqs=3, max_len=48, num_blocks=needed)
@@ -142,6 +143,7 @@ def single(xm, kvw_op):
     results["reuse_torch_second"] = torch_greedy(model, second, NEW)
     results["reuse_free_blocks"] = small.cache.free_blocks
     results["reuse_needed"] = needed
+    results["reuse_merged_qkv"] = merged_qkv(model, small)
     # the ragged path: one jax function for prefill and decode
     ragged = xm.Engine(model, max_seqs=4, max_len=48, prefill_attention=ragged_standin, decode_attention=ragged_standin)
     results["ragged_forced_max_abs_diff"] = float(np.abs(ragged.teacher_forced_logits(batch, forced) - want).max())
@@ -159,6 +161,19 @@ def single(xm, kvw_op):
     results["errors"] = errors(xm, model, BartConfig, DeepseekV3Config)
     results["devices"] = jax.device_count()
     return results
+
+
+def merged_qkv(model, engine) -> dict:
+    """Where layer 0's q/k/v weights live: the jax parameters' names, torch's q/k/v weights' byte
+    offsets into the merged tensor, and the address jax reads it at."""
+    prefix = "lm.model.layers.0.self_attn."
+    attention = model.model.layers[0].self_attn
+    views = [attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight]
+    merged = engine.params.get(prefix + "qkv_proj.weight")
+    base = merged.unsafe_buffer_pointer() if merged is not None else None
+    return {"params": sorted(k[len(prefix):] for k in engine.params if k.startswith(prefix) and k.endswith("proj.weight")),
+            "torch_offsets": [v.data_ptr() - base for v in views] if base is not None else None,
+            "row_bytes": views[0].shape[1] * views[0].element_size(), "rows": [v.shape[0] for v in views], "address": base}
 
 
 def errors(xm, model, BartConfig, DeepseekV3Config):
