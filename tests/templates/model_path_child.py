@@ -134,7 +134,8 @@ def single(xm, kvw_op):
     stopped = engine.generate(batch, max_new_tokens=NEW, eos_token_id=[eos])
     results["eos"], results["eos_tokens"], results["eos_finish"] = eos, stopped.tokens, stopped.finish
     results["free_blocks_after"], results["num_blocks"] = engine.cache.free_blocks, engine.cache.num_blocks
-    results["merged_qkv"] = merged_qkv(model, engine)
+    results["merged_qkv"] = merged_projections(model, engine)
+    results["merged_gate_up"] = merged_projections(model, engine, "mlp", ("gate_proj", "up_proj"), "gate_up_proj")
     # cache reuse: a cache with room for one batch only, two requests one after the other
     needed = sum(-(-(n + NEW) // 16) for n in PROMPT_LENS) + 1
     small = xm.Engine(model, max_seqs=3, max_len=48, num_blocks=needed)
@@ -143,7 +144,7 @@ def single(xm, kvw_op):
     results["reuse_torch_second"] = torch_greedy(model, second, NEW)
     results["reuse_free_blocks"] = small.cache.free_blocks
     results["reuse_needed"] = needed
-    results["reuse_merged_qkv"] = merged_qkv(model, small)
+    results["reuse_merged_qkv"] = merged_projections(model, small)
     # the ragged path: one jax function for prefill and decode
     ragged = xm.Engine(model, max_seqs=4, max_len=48, prefill_attention=ragged_standin, decode_attention=ragged_standin)
     results["ragged_forced_max_abs_diff"] = float(np.abs(ragged.teacher_forced_logits(batch, forced) - want).max())
@@ -163,13 +164,13 @@ def single(xm, kvw_op):
     return results
 
 
-def merged_qkv(model, engine) -> dict:
-    """Where layer 0's q/k/v weights live: the jax parameters' names, torch's q/k/v weights' byte
-    offsets into the merged tensor, and the address jax reads it at."""
-    prefix = "lm.model.layers.0.self_attn."
-    attention = model.model.layers[0].self_attn
-    views = [attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight]
-    merged = engine.params.get(prefix + "qkv_proj.weight")
+def merged_projections(model, engine, module="self_attn", parts=("q_proj", "k_proj", "v_proj"), merged_name="qkv_proj") -> dict:
+    """Where layer 0's q/k/v (or gate/up) weights live: the jax parameters' names, torch's weights'
+    byte offsets into the merged tensor, and the address jax reads it at."""
+    prefix = f"lm.model.layers.0.{module}."
+    owner = getattr(model.model.layers[0], module)
+    views = [getattr(owner, name).weight for name in parts]
+    merged = engine.params.get(prefix + merged_name + ".weight")
     base = merged.unsafe_buffer_pointer() if merged is not None else None
     return {"params": sorted(k[len(prefix):] for k in engine.params if k.startswith(prefix) and k.endswith("proj.weight")),
             "torch_offsets": [v.data_ptr() - base for v in views] if base is not None else None,

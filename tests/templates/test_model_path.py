@@ -108,11 +108,14 @@ def test_a_cache_with_room_for_one_batch_serves_two_in_turn(single):
     assert single["reuse_free_blocks"] == single["reuse_needed"] - 1
 
 
-def test_q_k_v_weights_are_one_tensor_torch_views_and_jax_reads_in_place(single):
+def test_q_k_v_and_gate_up_weights_are_one_tensor_torch_views_and_jax_reads_in_place(single):
     merged = single["merged_qkv"]
     assert merged["params"] == ["o_proj.weight", "qkv_proj.weight"]  # no q_proj, k_proj, v_proj of their own
     q_rows, k_rows, _ = merged["rows"]
     assert merged["torch_offsets"] == [0, q_rows * merged["row_bytes"], (q_rows + k_rows) * merged["row_bytes"]]
+    mlp = single["merged_gate_up"]
+    assert mlp["params"] == ["down_proj.weight", "gate_up_proj.weight"]
+    assert mlp["torch_offsets"] == [0, mlp["rows"][0] * mlp["row_bytes"]]
     assert single["reuse_merged_qkv"]["address"] == merged["address"]  # a second Engine on the model merges nothing again
     assert single["greedy"] == single["torch_greedy"]  # torch, reading the views, computes as before
 
