@@ -69,7 +69,6 @@ def parse_args(argv=None):
     p.add_argument("--xla-options", type=json.loads, default=[None],
                    help='JSON list of XLA compile-option sets for the model path\'s steps (null: the Engine\'s COMPILER_OPTIONS); '
                         'the first serves every variant, each further one reruns the first variant (with --tp: the N-GPU run)')
-    p.add_argument("--decode-groups", default="1", help="with --tp: Engine(decode_groups=) values to run on N GPUs, comma-separated")
     p.add_argument("--no-torch-compile", action="store_true")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--workdir", type=Path, default=Path("/tmp/xlacc_model_projects"))
@@ -83,7 +82,6 @@ def parse_args(argv=None):
             setattr(args, key, value)
     args.platform = "cuda" if torch.cuda.is_available() else "cpu"
     args.variants = [parse_variant(v) for v in args.variants.split(",") if v]
-    args.decode_groups = [int(g) for g in args.decode_groups.split(",") if g]
     return args
 
 
@@ -341,12 +339,10 @@ def tensor_parallel(args, model, prompt_np):
 
     B, S, n = args.batch, args.prompt, args.new_tokens
     prompts, result = list(prompt_np), {}
-    runs = [(args.tp, options, groups) for options in args.xla_options for groups in args.decode_groups] + [(1, args.xla_options[0], 1)]
-    for tp, options, groups in runs:
+    for tp, options in [(args.tp, options) for options in args.xla_options] + [(1, args.xla_options[0])]:
         mesh = xm.model_mesh(tp=tp) if tp > 1 else None
         make = functools.partial(xm.Engine, model, max_seqs=B, max_len=S + n + 1, kv_write=kvw_jax.kvw, mesh=mesh,
-                                 steps_per_call=args.variants[0][1], max_prefill_tokens=1 << 16, compiler_options=options,
-                                 decode_groups=groups)
+                                 steps_per_call=args.variants[0][1], max_prefill_tokens=1 << 16, compiler_options=options)
         engine, prefill = make(), "default"
         t0 = time.perf_counter()
         try:
@@ -367,8 +363,7 @@ def tensor_parallel(args, model, prompt_np):
         hlo = engine.compiled_decode_text(B)
         collectives = {c: len(re.findall(rf"\b{c}(?:-start)?\(", hlo)) for c in COLLECTIVES}
         result[tp] = max(result.get(tp, 0.0), B * (n - 1) / decode_s)
-        emit({"event": "tp_decode", "devices": tp, "xla_options": engine.compiler_options, "decode_groups": groups,
-              "cache_copies": sum(1 for line in hlo.splitlines() if " copy(" in line and f"[{engine.cache.num_blocks},16," in line),
+        emit({"event": "tp_decode", "devices": tp, "xla_options": engine.compiler_options,
               "tok_s": round(B * (n - 1) / decode_s, 1), "ms_per_step": round(decode_s / (n - 1) * 1e3, 3),
               "ttft_s": round(min(r.ttft_s for r in runs), 4), "prefill_attention": prefill, "first_run_s": round(warm, 1),
               "decode_collectives": collectives, "device_kind": jax.devices()[0].device_kind, "device_count": jax.device_count()})

@@ -194,7 +194,7 @@ def errors(xm, model, BartConfig, DeepseekV3Config):
     return found
 
 
-def tensor_parallel(xm, kvw_op):
+def tensor_parallel(xm):
     import jax
 
     model = torch_model(tiny())
@@ -208,21 +208,7 @@ def tensor_parallel(xm, kvw_op):
     result["cache_sharding"] = spec_of(engine.cache.layers[0][0])
     result["q_proj_sharding"] = spec_of(engine.params["lm.model.layers.0.self_attn.q_proj.weight"])
     result["o_proj_sharding"] = spec_of(engine.params["lm.model.layers.0.self_attn.o_proj.weight"])
-    engine.cache.layers = None
-    grouped = xm.Engine(model, max_seqs=4, max_len=48, mesh=xm.tensor_parallel_mesh(2), decode_groups=3, kv_write=kvw_op)
-    result["grouped_greedy"] = grouped.generate(batch, max_new_tokens=NEW).tokens
-    decode = grouped.compiled_decode_text(len(batch))
-    result["grouped_decode_collectives"] = collectives(decode)
-    result["grouped_cache_copies"] = cache_copies(decode, grouped.cache.num_blocks)
-    result["grouped_attention_calls"] = len(re.findall(r'custom_call_target="pa"', decode))
-    grouped.cache.layers = None
-    result["grouped_without_kv_write_op"] = error_of(lambda: xm.Engine(model, max_seqs=4, max_len=48, decode_groups=2))
     return result
-
-
-def cache_copies(hlo: str, num_blocks: int) -> int:
-    """Copies of a whole cache in the optimized HLO (XLA's answer to a write it cannot do in place)."""
-    return sum(1 for line in hlo.splitlines() if re.search(rf"= \S+\[{num_blocks},16,[^=]*\bcopy\(", line))
 
 
 def collectives(hlo: str) -> dict:
@@ -285,7 +271,7 @@ def main():
 
     xm = importlib.import_module(f"{Path(project).name}.model")
 
-    run = {"single": lambda: single(xm, kvw_op), "tp": lambda: tensor_parallel(xm, kvw_op), "dp": lambda: data_parallel(xm),
+    run = {"single": lambda: single(xm, kvw_op), "tp": lambda: tensor_parallel(xm), "dp": lambda: data_parallel(xm),
            "ragged": lambda: ragged_op(xm)}[mode]
     print(json.dumps(run()))
 

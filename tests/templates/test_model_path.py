@@ -150,13 +150,8 @@ def test_bad_input_is_refused_before_any_compile(single):
     assert errors["free_blocks_after_errors"] == 3  # a refused request holds no block
 
 
-@pytest.fixture(scope="module")
-def tensor_parallel(projects) -> dict:
-    return _child(projects, "tp", XLA_FLAGS="--xla_force_host_platform_device_count=2")
-
-
-def test_tensor_parallel_over_two_devices_needs_only_all_reduces(tensor_parallel):
-    result = tensor_parallel
+def test_tensor_parallel_over_two_devices_needs_only_all_reduces(projects):
+    result = _child(projects, "tp", XLA_FLAGS="--xla_force_host_platform_device_count=2")
     assert result["devices"] == 2
     assert result["greedy"] == result["torch_greedy"]
     for step in ("decode", "prefill"):
@@ -166,18 +161,6 @@ def test_tensor_parallel_over_two_devices_needs_only_all_reduces(tensor_parallel
     assert result["q_proj_sharding"] == ["tp", None]  # column-parallel: output rows
     assert result["o_proj_sharding"] == [None, "tp"]  # row-parallel: input columns
     assert result["cache_sharding"] == [None, None, "tp", None]  # over KV heads
-
-
-def test_a_decode_step_in_groups_of_rows_writes_the_cache_in_place(tensor_parallel):
-    """decode_groups=3 (with the kv-write op): each step's 3 sequences go through the model one group
-    after the other (over a tp mesh one group's all-reduces can run under the next group's GEMMs),
-    with the same tokens and no copy of a cache."""
-    result = tensor_parallel
-    assert result["grouped_greedy"] == result["torch_greedy"]
-    assert result["grouped_attention_calls"] == 3 * 2  # 3 groups x 2 layers, one step per call
-    assert result["grouped_cache_copies"] == 0
-    assert {name for name, n in result["grouped_decode_collectives"].items() if n} == {"all-reduce"}
-    assert result["grouped_without_kv_write_op"].startswith("ModelPathError: decode_groups=2 needs a paged-kv-write op")
 
 
 def test_serve_script_summarizes_a_run_and_refuses_bad_input_in_one_line(projects, tmp_path):
