@@ -211,10 +211,12 @@ def measure(point: Point, found: dict, samples: int, rounds: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    compiled, row = {}, {"refused": {}}
+    compiled, row = {}, {"refused": {}, "compile_s": {}}
     for label, (step, first) in found.items():
         try:
+            started = time.perf_counter()
             exe = compile_chain(step, first, point.chain)
+            row["compile_s"][label] = round(time.perf_counter() - started, 1)
             temp = int(getattr(exe.memory_analysis(), "temp_size_in_bytes", 0) or 0)
             if temp > 0.8 * free_bytes():
                 row["refused"][label] = f"temporaries of {temp / 1e9:.1f} GB do not fit"
@@ -333,7 +335,7 @@ def main(argv=None) -> int:
         del data
         shown = " ".join(f"{k} {v:.1f}" for k, v in row["us"].items() if not k.startswith("pallas "))
         print(f"[{time.perf_counter() - started:5.0f} s] {point.label}: {shown} | vs {json.dumps({k: round(v, 2) for k, v in row.get('xlacc_vs', {}).items()})} "
-              f"| diff {row.get('max_abs_diff')} | refused {row['refused']}", flush=True)  # fmt: skip
+              f"| diff {row.get('max_abs_diff')} | refused {row['refused']} | compile s {row['compile_s']}", flush=True)  # fmt: skip
         if args.out:
             args.out.write_text(json.dumps(report, indent=1))
     by_label = {row["label"]: row for row in report["rows"]}
