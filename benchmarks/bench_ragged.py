@@ -215,6 +215,7 @@ def measure(point: Point, found: dict, samples: int, rounds: int) -> dict:
     for label, (step, first) in found.items():
         try:
             started = time.perf_counter()
+            print(f"  {point.label}: compiling {label}", file=sys.stderr, flush=True)  # says where a stalled point stalls
             exe = compile_chain(step, first, point.chain)
             row["compile_s"][label] = round(time.perf_counter() - started, 1)
             temp = int(getattr(exe.memory_analysis(), "temp_size_in_bytes", 0) or 0)
