@@ -141,6 +141,7 @@ def contenders(point: Point, ops: dict, xlacc_op, decode_op, pallas_op, referenc
         return found
     if point.kind == "decode":
         found["decode"] = (lambda q: decode_op(q, k, v, tables, ops["kv_lens"], scale=scale), ops["query"])
+    if point.kind == "decode" and pallas_op is not None:  # None: skipped, so its page layout is not built
         to_pages = jax.jit(lambda c: c.transpose(2, 0, 1, 3))
         kp, vp = to_pages(k), to_pages(v)
         for ks, pb in pallas_configs(point, sms):
@@ -328,7 +329,8 @@ def main(argv=None) -> int:
             report["rows"].append({"label": point.label, "kind": point.kind, "kv_mib": point.kv_bytes / 2**20, "refused": "not run: budget"})
             continue
         data = operands(point)
-        found = contenders(point, data, ops[NAME], ops[DECODE], pallas_module.paged_attention, reference, sms)
+        pallas_op = None if "pallas" in args.skip.split(",") else pallas_module.paged_attention
+        found = contenders(point, data, ops[NAME], ops[DECODE], pallas_op, reference, sms)
         found = {label: c for label, c in found.items() if label.split(" ")[0] not in args.skip.split(",")}
         row = measure(point, found, args.samples, args.rounds)
         row = summary(point, row, copy, peak)
