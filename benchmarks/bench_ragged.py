@@ -129,34 +129,45 @@ def cudnn_paged(query, key_cache, value_cache, q_lens, kv_lens, tables, *, scale
 
 
 def contenders(point: Point, ops: dict, xlacc_op, decode_op, pallas_op, reference, sms: int) -> dict:
-    """label -> (step(query) -> next query, the first query): each contender as a chainable step."""
+    """label -> (step(query, arrays) -> next query, arrays): each contender as a chainable step. The
+    caches and tables go into the jitted chain as arguments: closed over, jax would compile them in
+    as constants (seconds of compile per GiB of cache, and a copy of each)."""
     import jax
     import jax.numpy as jnp
 
     scale = 1.0 / math.sqrt(HEAD)
-    k, v, tables = ops["key_cache"], ops["value_cache"], ops["tables"]
     seqs = len(point.q_lens)
-    found = {"xlacc": (lambda q: xlacc_op(q, k, v, ops["cu_q_lens"], ops["kv_lens"], ops["tables"], ops["num_seqs"], scale=scale), ops["query"])}
+    paged = {name: ops[name] for name in ("key_cache", "value_cache", "cu_q_lens", "q_lens", "kv_lens", "tables", "num_seqs")}
+
+    def xlacc(q, a):
+        return xlacc_op(q, a["key_cache"], a["value_cache"], a["cu_q_lens"], a["kv_lens"], a["tables"], a["num_seqs"], scale=scale)
+
+    found = {"xlacc": (xlacc, paged)}
     if point.kind == "part":
         return found
     if point.kind == "decode":
-        found["decode"] = (lambda q: decode_op(q, k, v, tables, ops["kv_lens"], scale=scale), ops["query"])
+        found["decode"] = (lambda q, a: decode_op(q, a["key_cache"], a["value_cache"], a["tables"], a["kv_lens"], scale=scale), paged)
     if point.kind == "decode" and pallas_op is not None:  # None: skipped, so its page layout is not built
         to_pages = jax.jit(lambda c: c.transpose(2, 0, 1, 3))
-        kp, vp = to_pages(k), to_pages(v)
+        pages = {"k": to_pages(ops["key_cache"]), "v": to_pages(ops["value_cache"]), "tables": ops["tables"], "kv_lens": ops["kv_lens"]}
         for ks, pb in pallas_configs(point, sms):
-            found[f"pallas {ks}x{pb}"] = (functools.partial(lambda q, ks, pb: pallas_op(q * scale, kp, vp, tables, ops["kv_lens"], k_splits=ks, pages_per_compute_block=pb), ks=ks, pb=pb), ops["query"])
+            step = functools.partial(lambda q, a, ks, pb: pallas_op(q * scale, a["k"], a["v"], a["tables"], a["kv_lens"], k_splits=ks, pages_per_compute_block=pb), ks=ks, pb=pb)
+            found[f"pallas {ks}x{pb}"] = (step, pages)
     if point.uniform:
         q_len = point.q_lens[0]
         causal = point.q_lens[0] == point.kv_lens[0]
         shaped = (seqs, q_len, NUM_HEADS, HEAD)
-        found["cudnn"] = (lambda q: cudnn_paged(q.reshape(shaped), k, v, ops["q_lens"], ops["kv_lens"], tables, scale=scale, causal=causal).reshape(q.shape), ops["query"])
+
+        def cudnn(q, a):
+            out = cudnn_paged(q.reshape(shaped), a["key_cache"], a["value_cache"], a["q_lens"], a["kv_lens"], a["tables"], scale=scale, causal=causal)
+            return out.reshape(q.shape)
+
+        found["cudnn"] = (cudnn, paged)
         if point.kind == "prefill" and causal:
-            dense_k = jax.random.normal(jax.random.key(5), (seqs, q_len, NUM_KV_HEADS, HEAD), jnp.bfloat16)
-            dense_v = jax.random.normal(jax.random.key(6), (seqs, q_len, NUM_KV_HEADS, HEAD), jnp.bfloat16)
-            found["cudnn_sdpa"] = (lambda q: jax.nn.dot_product_attention(q.reshape(shaped), dense_k, dense_v, scale=scale, is_causal=True,
-                                                                          implementation="cudnn").reshape(q.shape), ops["query"])  # fmt: skip
-    found["jnp"] = (lambda q: reference.reference(q, k, v, ops["cu_q_lens"], ops["kv_lens"], ops["tables"], ops["num_seqs"], scale=scale, xp=jnp), ops["query"])
+            dense = {name: jax.random.normal(jax.random.key(seed), (seqs, q_len, NUM_KV_HEADS, HEAD), jnp.bfloat16) for name, seed in (("k", 5), ("v", 6))}
+            found["cudnn_sdpa"] = (lambda q, a: jax.nn.dot_product_attention(q.reshape(shaped), a["k"], a["v"], scale=scale, is_causal=True,
+                                                                             implementation="cudnn").reshape(q.shape), dense)  # fmt: skip
+    found["jnp"] = (lambda q, a: reference.reference(q, a["key_cache"], a["value_cache"], a["cu_q_lens"], a["kv_lens"], a["tables"], a["num_seqs"], scale=scale, xp=jnp), paged)
     return found
 
 
@@ -170,32 +181,32 @@ def pallas_configs(point: Point, sms: int) -> list[tuple[int, int]]:
 # -- timing ---------------------------------------------------------------------------------------
 
 
-def compile_chain(step, first, length: int):
+def compile_chain(step, first, arrays: dict, length: int):
     import jax
 
-    def chain(q):
+    def chain(q, a):
         for _ in range(length):
-            q = step(q)
+            q = step(q, a)
         return q
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return jax.jit(chain).lower(first).compile()
+        return jax.jit(chain).lower(first, arrays).compile()
 
 
-def seconds(compiled, first, samples: int) -> float:
+def seconds(compiled, args: tuple, samples: int) -> float:
     import jax
 
-    jax.block_until_ready(compiled(first))
+    jax.block_until_ready(compiled(*args))
     start = time.perf_counter()
-    jax.block_until_ready(compiled(first))
+    jax.block_until_ready(compiled(*args))
     reps = int(max(2, min(100, 0.02 // max(time.perf_counter() - start, 1e-6))))
     times = []
     for _ in range(samples):
         start = time.perf_counter()
         for _ in range(reps - 1):
-            compiled(first)
-        jax.block_until_ready(compiled(first))
+            compiled(*args)
+        jax.block_until_ready(compiled(*args))
         times.append((time.perf_counter() - start) / reps)
     return statistics.median(times)
 
@@ -207,26 +218,27 @@ def free_bytes() -> int:
     return int(stats.get("bytes_limit", 0) - stats.get("bytes_in_use", 0))
 
 
-def measure(point: Point, found: dict, samples: int, rounds: int) -> dict:
-    """Per contender: median and spread (max / min over rounds) of microseconds per call."""
+def measure(point: Point, found: dict, first, samples: int, rounds: int) -> dict:
+    """Per contender: median and spread (max / min over rounds) of microseconds per call, the chain
+    starting from query `first`."""
     import jax
     import jax.numpy as jnp
 
     compiled, row = {}, {"refused": {}, "compile_s": {}}
-    for label, (step, first) in found.items():
+    for label, (step, arrays) in found.items():
         try:
             started = time.perf_counter()
             print(f"  {point.label}: compiling {label}", file=sys.stderr, flush=True)  # says where a stalled point stalls
-            exe = compile_chain(step, first, point.chain)
+            exe = compile_chain(step, first, arrays, point.chain)
             row["compile_s"][label] = round(time.perf_counter() - started, 1)
             temp = int(getattr(exe.memory_analysis(), "temp_size_in_bytes", 0) or 0)
             if temp > 0.8 * free_bytes():
                 row["refused"][label] = f"temporaries of {temp / 1e9:.1f} GB do not fit"
                 continue
-            compiled[label] = (exe, first)
+            compiled[label] = (exe, (first, arrays))
         except Exception as exc:  # a peer that cannot run this shape says why; the others go on
             row["refused"][label] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
-    once = {label: np.asarray(jax.jit(found[label][0])(found[label][1]).astype(jnp.float32)) for label in compiled if label in ("xlacc", "cudnn", "decode")}
+    once = {label: np.asarray(jax.jit(found[label][0])(first, found[label][1]).astype(jnp.float32)) for label in compiled if label in ("xlacc", "cudnn", "decode")}
     if "xlacc" in once:
         row["max_abs_diff"] = {label: float(np.max(np.abs(once["xlacc"] - out))) for label, out in once.items() if label != "xlacc"}
     labels = list(compiled)
@@ -332,7 +344,7 @@ def main(argv=None) -> int:
         pallas_op = None if "pallas" in args.skip.split(",") else pallas_module.paged_attention
         found = contenders(point, data, ops[NAME], ops[DECODE], pallas_op, reference, sms)
         found = {label: c for label, c in found.items() if label.split(" ")[0] not in args.skip.split(",")}
-        row = measure(point, found, args.samples, args.rounds)
+        row = measure(point, found, data["query"], args.samples, args.rounds)
         row = summary(point, row, copy, peak)
         report["rows"].append(row)
         del data
