@@ -20,7 +20,7 @@ from xlacc import spec as spec_module
 from xlacc.commands.doctor import inputs
 from xlacc.commands.doctor.guard import run_rule
 from xlacc.commands.doctor.inputs import SourceFile
-from xlacc.commands.doctor.rules import hlo, hlo_sharding
+from xlacc.commands.doctor.rules import hlo, hlo_constants, hlo_sharding
 from xlacc.commands.doctor.rules import error_text as text
 from xlacc.commands.doctor.section import Section
 from xlacc.ground.catalogue import BY_CODE, CATALOGUE, GROUPS
@@ -301,6 +301,7 @@ def _document_findings(name: str, content: str) -> list[Finding]:
     for block in blocks:
         if block.kind == "text":
             findings += run_rule(hlo.diagnose_hlo, block.text, where=block.name, empty=[], crashes=findings)
+            findings += run_rule(hlo_constants.diagnose, block.text, where=block.name, empty=[], crashes=findings)
     return findings
 
 
@@ -350,10 +351,11 @@ def _owning_spec(library: Path):
 
 
 def _dump_section(directory: Path) -> Section:
-    """The compiled modules of an --xla_dump_to folder: custom calls fed by all-gathers."""
+    """The compiled modules of an --xla_dump_to folder: custom calls fed by all-gathers, large constants."""
     modules = hlo_sharding.dump_modules(directory)
     findings: list[Finding] = []
     findings += run_rule(hlo_sharding.diagnose_dump, directory, empty=[], crashes=findings)
+    findings += run_rule(hlo_constants.diagnose_dump, directory, empty=[], crashes=findings)
     return Section(f"xla dump {directory}", f"{len(modules)} compiled modules", findings)
 
 
@@ -374,12 +376,13 @@ def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], d
     from xlacc.commands.doctor import command  # lazy: running a command, only for doctor -- COMMAND
     from xlacc.commands.doctor.rules import run as runtime  # lazy: as above
 
-    env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated
+    env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated and large-constant
     with cleanup:
         result = command.run(argv, timeout, text.interesting(), env=env)
         crashes: list[Finding] = []
         run_findings = run_rule(runtime.diagnose_output, result.output.text, result.returncode, empty=[], crashes=crashes)
         run_findings += run_rule(hlo_sharding.diagnose_dump, dump, empty=[], crashes=crashes)
+        run_findings += run_rule(hlo_constants.diagnose_dump, dump, empty=[], crashes=crashes)
     program_section, code_findings = _program_section(argv)
     findings = run_rule(runtime.rank_with_code, run_findings, code_findings, result.returncode, empty=run_findings + code_findings, crashes=crashes)
     findings += crashes

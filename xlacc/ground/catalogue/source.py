@@ -118,4 +118,17 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "`@impl(lib, \"paged_attention\", \"XLA\")` whose body is `return torch.zeros_like(query)`",
         home=RULES + "custom_call",
     ),
+    CatalogueEntry(
+        "large-constant",
+        "source",
+        "warning",
+        "an array is compiled into the program as a constant",
+        "A jitted function that closes over an array (a KV cache, weights) instead of taking it as an argument gets "
+        "it compiled in as a constant: compile time grows with it (seconds per GiB), the device holds it twice, and "
+        "a custom call that writes it in place (`input_output_aliases`) is handed a fresh copy on every call.",
+        "Pass the array to the jitted function as an argument, donated where the step updates it: "
+        "`jax.jit(step, donate_argnums=1)(query, cache)`, not `jax.jit(lambda q: step(q, cache))(query)`.",
+        "`%constant.3 = bf16[32768,16,8,128]{3,2,1,0} constant({...})` in the HLO of `jax.jit(lambda q: attention(q, key_cache))`",
+        home=RULES + "hlo_constants",
+    ),
 )

@@ -18,7 +18,7 @@ import re
 import string
 from dataclasses import dataclass
 
-from xlacc.commands.doctor.rules import hlo_sharding
+from xlacc.commands.doctor.rules import hlo_constants, hlo_sharding
 from xlacc.commands.doctor.rules.error_text_frameworks import FRAMEWORK_RULES
 from xlacc.commands.doctor.rules.error_text_table import RULES as CORE_RULES
 from xlacc.commands.doctor.rules.error_text_table import Cause, TextRule  # noqa: F401 - the table's shapes, for its readers
@@ -232,13 +232,14 @@ def diagnose_text(text: str, hlo: bool = True) -> list[Finding]:
     if hlo:
         findings.extend(diagnose_hlo(text))
         findings.extend(hlo_sharding.diagnose(text))
+        findings.extend(hlo_constants.diagnose(text))
     return findings
 
 
 def rule_codes() -> set[str]:
     """Every code a text rule can produce (for the catalogue test)."""
     codes = {cause.code for rule in RULES for cause in rule.causes}
-    codes |= {"op-optimized-away", "custom-call-replicated"}
+    codes |= {"op-optimized-away", "custom-call-replicated", "large-constant"}
     for code in codes:
         entry(code)  # raises on a code missing from the catalogue
     return codes

@@ -1,0 +1,80 @@
+"""Arrays compiled into a program as constants: a jitted function that closes over an array (a KV
+cache, weights) instead of taking it as an argument.
+
+jax turns a concrete array a traced function uses into a constant of the program; XLA then copies
+it into the executable at compile time (1.3 s for 128 MiB on a CPU, against 0.03 s passed as an
+argument), the device holds it twice, and a custom call that writes it in place
+(``input_output_aliases``) gets a fresh copy on every call. Read from HLO text, where dumps print
+large constants elided (``bf16[4096,16,8,128]{3,2,1,0} constant({...})``), and from StableHLO
+(``stablehlo.constant dense<"0x..."> : tensor<4096x16x8x128xbf16>``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from xlacc.commands.doctor.rules.hlo_sharding import dump_modules
+from xlacc.ground.catalogue import make
+from xlacc.ground.report import Finding
+
+# Below this a constant is a table or a mask; caches and weight matrices are far above it.
+LARGE_CONSTANT_BYTES = 16 << 20
+SHOWN = 3
+HLO_CONSTANT = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]{1,200})\s*=\s*(?P<type>[a-z]\w{0,15})\[(?P<dims>[\d,]{0,200})\](?:\{[^}]{0,200}\})?\s+constant\(")
+STABLEHLO_TENSOR = re.compile(r":\s*tensor<(?P<dims>(?:\d+x){1,16})(?P<type>\w{1,16})>")
+STABLEHLO_NAME = re.compile(r"^\s*(?P<name>%[\w.\-]{1,200})\s*=\s*stablehlo\.constant\s+dense(?:_resource)?<(?P<head>.)")
+BITS = {"pred": 8, "i1": 8, "s8": 8, "u8": 8, "i8": 8, "ui8": 8, "s16": 16, "u16": 16, "i16": 16, "ui16": 16, "f16": 16, "bf16": 16,
+        "s32": 32, "u32": 32, "i32": 32, "ui32": 32, "f32": 32, "s64": 64, "u64": 64, "i64": 64, "ui64": 64, "f64": 64,
+        "c64": 64, "c128": 128}  # fmt: skip
+
+
+def diagnose(text: str, where: str | None = None) -> list[Finding]:
+    """large-constant when the program holds constants of LARGE_CONSTANT_BYTES or more: one finding
+    naming the largest."""
+    found = sorted((c for line in text.splitlines() if (c := _constant(line))), key=lambda c: -c[2])
+    if not found:
+        return []
+    prefix = f"{where}: " if where else ""
+    shown = "; ".join(f"`{name}` {shape} ({_mib(size)})" for name, shape, size in found[:SHOWN])
+    more = f" and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
+    total = sum(size for _, _, size in found)
+    evidence = f"{prefix}{len(found)} constant{'s' if len(found) > 1 else ''} of {_mib(total)} in all compiled into the program: {shown}{more}"
+    return [make("large-constant", evidence, likelihood=0.8)]
+
+
+def diagnose_dump(directory: Path) -> list[Finding]:
+    """diagnose() over the compiled modules of an ``--xla_dump_to`` folder."""
+    findings = []
+    for path in dump_modules(directory):
+        findings += diagnose(path.read_text(encoding="utf-8", errors="replace"), where=path.name)
+    return findings
+
+
+def _constant(line: str) -> tuple[str, str, int] | None:
+    """(name, shape, bytes) of a large constant defined on ``line``, else None."""
+    if "constant" not in line:
+        return None
+    if (match := HLO_CONSTANT.match(line)) is not None:
+        dims = [int(d) for d in match["dims"].split(",") if d]
+        return _sized("%" + match["name"], match["type"], dims, f"{match['type']}[{match['dims']}]")
+    if (match := STABLEHLO_NAME.match(line)) is None or match["head"] not in '"[':
+        return None  # not a constant, or a splat (dense<0.0>): XLA makes that a broadcast of one value
+    tail = line[line.rfind(": tensor<") :]  # the type closes the line, after a value that may be megabytes of hex
+    if (typed := STABLEHLO_TENSOR.match(tail)) is None:
+        return None
+    dims = [int(d) for d in typed["dims"].split("x") if d]
+    return _sized(match["name"], typed["type"], dims, f"tensor<{typed['dims']}{typed['type']}>")
+
+
+def _sized(name: str, element: str, dims: list[int], shape: str) -> tuple[str, str, int] | None:
+    element = element.lower()
+    bits = BITS.get(element, 8 if element.startswith("f8") else 0)
+    size = bits // 8
+    for d in dims:
+        size *= d
+    return (name, shape, size) if size >= LARGE_CONSTANT_BYTES else None
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
