@@ -216,7 +216,8 @@ def _findings_for(rule: TextRule, match: re.Match) -> list[Finding]:
 
 
 def diagnose_text(text: str, hlo: bool = True) -> list[Finding]:
-    """Every finding the text rules draw from ``text``; with ``hlo``, also the folded-op check."""
+    """Every finding the text rules draw from ``text``; with ``hlo``, also the HLO checks (a folded op,
+    gathered inputs, large constants)."""
     text = cap_lines(text)
     normalized = normalize(text)
     findings: list[Finding] = []
