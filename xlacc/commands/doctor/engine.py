@@ -376,7 +376,7 @@ def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], d
     from xlacc.commands.doctor import command  # lazy: running a command, only for doctor -- COMMAND
     from xlacc.commands.doctor.rules import run as runtime  # lazy: as above
 
-    env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated and large-constant
+    env, dump, cleanup = hlo_sharding.dump_environment()  # the command's compiled HLO, for custom-call-replicated and closed-over-array
     with cleanup:
         result = command.run(argv, timeout, text.interesting(), env=env)
         crashes: list[Finding] = []

@@ -119,13 +119,15 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         home=RULES + "custom_call",
     ),
     CatalogueEntry(
-        "large-constant",
+        "closed-over-array",
         "source",
         "warning",
         "an array is compiled into the program as a constant",
         "A jitted function that closes over an array (a KV cache, weights) instead of taking it as an argument gets "
-        "it compiled in as a constant: compile time grows with it (seconds per GiB), the device holds it twice, and "
-        "a custom call that writes it in place (`input_output_aliases`) is handed a fresh copy on every call.",
+        "it compiled in as a constant, its contents when the function was traced: compile time grows with it (seconds "
+        "per GiB) and the device holds it twice. A custom call that writes such an array in place "
+        "(`input_output_aliases`) writes into a copy made for that call: every call starts from the traced contents, "
+        "and a KV cache forgets every token written after the trace.",
         "Pass the array to the jitted function as an argument, donated where the step updates it: "
         "`jax.jit(step, donate_argnums=1)(query, cache)`, not `jax.jit(lambda q: step(q, cache))(query)`.",
         "`%constant.3 = bf16[32768,16,8,128]{3,2,1,0} constant({...})` in the HLO of `jax.jit(lambda q: attention(q, key_cache))`",

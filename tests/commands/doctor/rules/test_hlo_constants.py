@@ -1,4 +1,4 @@
-"""doctor's large-constant: arrays compiled into a program as constants (HLO text, StableHLO, an
+"""doctor's closed-over-array: arrays compiled into a program as constants (HLO text, StableHLO, an
 --xla_dump_to folder, a command's dump), as a jitted function that closes over a cache makes them."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from xlacc.commands.doctor.rules import hlo_constants
 ARTIFACTS = REPO_DIR / "tests" / "artifacts" / "doctor" / "sources"
 CLOSED_OVER = (ARTIFACTS / "closed_over_cache.hlo").read_text()
 AS_ARGUMENT = (ARTIFACTS / "clean" / "cache_as_argument.hlo").read_text()
+WRITE_INTO_CONSTANT = (ARTIFACTS / "kv_write_into_constant.hlo").read_text()
+WRITE_INTO_ARGUMENT = (ARTIFACTS / "clean" / "kv_write_into_argument.hlo").read_text()
 
 
 def hlo_constant(name: str, shape: str) -> str:
@@ -24,7 +26,7 @@ def hlo_constant(name: str, shape: str) -> str:
 
 def test_the_caches_a_step_closed_over_are_named_largest_first_with_their_sizes():
     (finding,) = hlo_constants.diagnose(CLOSED_OVER, where="module.txt")
-    assert finding.code == "large-constant" and finding.severity == "warning"
+    assert finding.code == "closed-over-array" and finding.severity == "warning"
     assert finding.evidence.startswith("module.txt: 2 constants of 512 MiB in all")
     assert "`%constant.2` bf16[8192,16,8,128] (256 MiB); `%constant.3` bf16[8192,16,8,128] (256 MiB)" in finding.evidence
     assert "constant.4" not in finding.evidence  # the block table: 32 KiB
@@ -33,6 +35,22 @@ def test_the_caches_a_step_closed_over_are_named_largest_first_with_their_sizes(
 
 def test_the_same_step_taking_its_caches_as_arguments_is_clean():
     assert "parameter(1)" in AS_ARGUMENT and hlo_constants.diagnose(AS_ARGUMENT) == []
+
+
+def test_a_cache_a_custom_call_writes_in_place_is_an_error_at_any_size():
+    """2 MiB, under the size threshold: the write lands in XLA's copy of the constant, so every call
+    starts from the contents the cache had when the step was traced."""
+    (finding,) = hlo_constants.diagnose(WRITE_INTO_CONSTANT, where="module.txt")
+    assert finding.severity == "error" and finding.title.startswith("`kv_write` writes in place into a constant")
+    assert finding.evidence == 'module.txt: custom_call_target="kv_write" writes its result 0 into operand 2, `%constant.1` bf16[64,16,8,128], a constant'
+    assert hlo_constants.diagnose(WRITE_INTO_ARGUMENT) == []  # the cache passed in (and donated): written in place for real
+
+
+def test_an_aliased_operand_is_followed_through_bitcasts_and_a_bad_index_is_ignored():
+    through = WRITE_INTO_CONSTANT.replace("%copy.2 = bf16[64,16,8,128]{3,2,1,0} copy(%constant.1)", "%copy.2 = bf16[64,16,8,128]{3,2,1,0} bitcast(%constant.1)")
+    assert hlo_constants.diagnose(through)[0].severity == "error"
+    out_of_range = WRITE_INTO_CONSTANT.replace("output_to_operand_aliasing={{}: (2, {})}", "output_to_operand_aliasing={{}: (7, {})}")
+    assert hlo_constants.diagnose(out_of_range) == []
 
 
 def test_the_threshold_and_the_element_sizes():
@@ -97,4 +115,4 @@ def test_doctor_names_the_array_a_jax_program_closed_over(tmp_path, how):
     done = subprocess.run([sys.executable, "-m", "xlacc", "doctor", "--json", "--", sys.executable, str(script), how],
                           cwd=REPO_DIR, capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
     codes = [f["code"] for f in json.loads(done.stdout)["findings"]]
-    assert ("large-constant" in codes) == (how == "closed-over"), done.stdout[-2000:]
+    assert ("closed-over-array" in codes) == (how == "closed-over"), done.stdout[-2000:]

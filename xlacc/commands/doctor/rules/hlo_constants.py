@@ -1,12 +1,14 @@
 """Arrays compiled into a program as constants: a jitted function that closes over an array (a KV
 cache, weights) instead of taking it as an argument.
 
-jax turns a concrete array a traced function uses into a constant of the program; XLA then copies
-it into the executable at compile time (1.3 s for 128 MiB on a CPU, against 0.03 s passed as an
-argument), the device holds it twice, and a custom call that writes it in place
-(``input_output_aliases``) gets a fresh copy on every call. Read from HLO text, where dumps print
-large constants elided (``bf16[4096,16,8,128]{3,2,1,0} constant({...})``), and from StableHLO
-(``stablehlo.constant dense<"0x..."> : tensor<4096x16x8x128xbf16>``).
+jax turns a concrete array a traced function uses into a constant of the program, frozen at its
+contents when traced; XLA copies it into the executable at compile time (1.3 s for 128 MiB on a
+CPU, against 0.03 s passed as an argument) and the device holds it twice. Large ones are read from
+HLO text, where dumps print them elided (``bf16[4096,16,8,128]{3,2,1,0} constant({...})``), and
+from StableHLO (``stablehlo.constant dense<"0x..."> : tensor<4096x16x8x128xbf16>``). Worse, of any
+size: a constant that a custom call writes in place (``output_to_operand_aliasing``, through the
+copy XLA makes for it), as a KV-cache write into a closed-over cache: every call starts again from
+the traced contents.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from xlacc.commands.doctor.rules.hlo_sharding import dump_modules
+from xlacc.commands.doctor.rules.hlo_sharding import PASS_THROUGH, dump_modules
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
+from xlacc.readers import hlo
 
 # Below this a constant is a table or a mask; caches and weight matrices are far above it.
 LARGE_CONSTANT_BYTES = 16 << 20
@@ -30,17 +33,48 @@ BITS = {"pred": 8, "i1": 8, "s8": 8, "u8": 8, "i8": 8, "ui8": 8, "s16": 16, "u16
 
 
 def diagnose(text: str, where: str | None = None) -> list[Finding]:
-    """large-constant when the program holds constants of LARGE_CONSTANT_BYTES or more: one finding
-    naming the largest."""
+    """closed-over-array: an error naming the constants custom calls write in place, else a warning
+    naming the largest constants of LARGE_CONSTANT_BYTES or more."""
+    prefix = f"{where}: " if where else ""
+    written = _written_constants(text)
+    if written:
+        target = written[0][0]
+        shown = "; ".join(f'custom_call_target="{t}" writes its result {out} into operand {i}, `%{name}` {shape}, a constant' for t, out, i, name, shape in written[:SHOWN])
+        return [make("closed-over-array", prefix + shown, title=f"`{target}` writes in place into a constant: every call starts from the traced contents",
+                     severity="error", likelihood=0.9)]  # fmt: skip
     found = sorted((c for line in text.splitlines() if (c := _constant(line))), key=lambda c: -c[2])
     if not found:
         return []
-    prefix = f"{where}: " if where else ""
     shown = "; ".join(f"`{name}` {shape} ({_mib(size)})" for name, shape, size in found[:SHOWN])
     more = f" and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
     total = sum(size for _, _, size in found)
     evidence = f"{prefix}{len(found)} constant{'s' if len(found) > 1 else ''} of {_mib(total)} in all compiled into the program: {shown}{more}"
-    return [make("large-constant", evidence, likelihood=0.8)]
+    return [make("closed-over-array", evidence, likelihood=0.8)]
+
+
+def _written_constants(text: str) -> list[tuple[str, int, int, str, str]]:
+    """(target, output, operand, constant, shape) for each custom-call result XLA writes into an
+    operand that is a constant, through the copies and reshapes between them."""
+    if "output_to_operand_aliasing" not in text:
+        return []
+    instructions = hlo.hlo_instructions(text)
+    written = []
+    for call in hlo.hlo_custom_calls(text):
+        for output, operand in call.aliases:
+            source = _source(call.operands[operand], instructions) if operand < len(call.operands) else None
+            if source is not None and source.opcode == "constant":
+                written.append((call.target, output, operand, source.name, source.shape.split("{")[0]))
+    return written
+
+
+def _source(name: str, instructions: dict[str, hlo.Instruction]) -> hlo.Instruction | None:
+    """The instruction whose buffer ``name`` passes on unchanged (itself if it is none of those)."""
+    instruction = instructions.get(name)
+    for _ in range(8):
+        if instruction is None or instruction.opcode not in PASS_THROUGH or not instruction.operands:
+            return instruction
+        instruction = instructions.get(instruction.operands[0])
+    return instruction
 
 
 def diagnose_dump(directory: Path) -> list[Finding]:
