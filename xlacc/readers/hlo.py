@@ -47,12 +47,15 @@ def api_version_name(version: int) -> str:
 
 # -- HLO ----------------------------------------------------------------------------------------
 
-_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*(?P<shape>.+?)\s+(?P<opcode>[a-z][\w\-]*)\(")
+# Names as dumps and compiled text print them (`%add.3 = f32[8]{0} add(f32[8]{0} %a, ...)`) or as
+# `compiler_ir("hlo").as_hlo_text()` does (`add.3 = f32[8]{0} add(a, b)`); a bare name counts only
+# before an HLO shape (an element type and its dims, or a tuple), so `x = f(y)` in a log does not.
+_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?(?:%(?P<name>[\w.\-]+)|(?P<bare>[\w.\-]+)(?=\s*=\s*\(?[a-z]\w*\[))\s*=\s*(?P<shape>.+?)\s+(?P<opcode>[a-z][\w\-]*)\(")
 _HLO_TARGET = re.compile(r'custom_call_target="(?P<target>(?:[^"\\]|\\.)*)"')
 _HLO_API = re.compile(r"\bapi_version=(?P<api>API_VERSION_\w+)")
 _HLO_CONFIG_STRING = re.compile(r'\bbackend_config="(?P<config>(?:[^"\\]|\\.)*)"')
 _HLO_CONFIG_DICT = re.compile(r"\bbackend_config=(?P<config>\{.*?\})(?:,|$)")
-_OPERAND = re.compile(r"^(?P<shape>.*?)\s*%(?P<name>[\w.\-]+)$")
+_OPERAND = re.compile(r"^(?:(?P<shape>.*?)\s*%(?P<name>[\w.\-]+)|(?P<bare>[\w.\-]+))$")
 _COMMENT = re.compile(r"/\*.*?\*/")  # torch_xla numbers long operand lists: /*index=5*/
 # output_to_operand_aliasing={{0}: (2, {}), {1}: (3, {})}; a single result's index is {}.
 _HLO_ALIAS = re.compile(r"\{(?P<output>[\d,\s]*)\}:\s*\((?P<operand>\d+),")
@@ -65,8 +68,8 @@ def hlo_instructions(text: str) -> dict[str, Instruction]:
         if not match:
             continue
         inner = _balanced(line, match.end() - 1)
-        names = tuple(_OPERAND.match(part).group("name") for part in _split_top(inner) if _OPERAND.match(part))
-        instructions[match["name"]] = Instruction(match["name"], match["shape"], match["opcode"], names)
+        names = tuple(_name(m) for part in _split_top(inner) if (m := _OPERAND.match(part)))
+        instructions[_name(match)] = Instruction(_name(match), match["shape"], match["opcode"], names)
     return instructions
 
 
@@ -86,14 +89,18 @@ def hlo_custom_calls(text: str) -> list[CustomCall]:
                 target=_unescape(target["target"]) if target else "",
                 api_version=API_VERSION_NUMBERS.get(api["api"], 0) if api else DEFAULT_API_VERSION,
                 backend_config=_hlo_backend_config(attrs),
-                operands=tuple(p["name"] for p in parts if p),
-                operand_shapes=tuple(p["shape"] for p in parts if p),
+                operands=tuple(_name(p) for p in parts if p),
+                operand_shapes=tuple(p["shape"] or "" for p in parts if p),
                 result_shape=match["shape"],
                 line=line.strip(),
                 aliases=_hlo_aliases(attrs),
             )
         )
     return calls
+
+
+def _name(match: re.Match) -> str:
+    return match["name"] or match["bare"]
 
 
 def _hlo_aliases(attrs: str) -> tuple[tuple[int, int], ...]:

@@ -46,6 +46,14 @@ def test_a_cache_a_custom_call_writes_in_place_is_an_error_at_any_size():
     assert hlo_constants.diagnose(WRITE_INTO_ARGUMENT) == []  # the cache passed in (and donated): written in place for real
 
 
+def test_the_write_is_found_in_the_text_as_hlo_text_prints_it_too():
+    """compiler_ir("hlo").as_hlo_text() prints names without % and operands without shapes."""
+    bare = WRITE_INTO_CONSTANT.replace("%", "").replace("  copy.2 = bf16[64,16,8,128]{3,2,1,0} copy(constant.1)\n", "").replace("copy.2)", "constant.1)")
+    assert "%" not in bare and "custom-call(k.1, slots.1, constant.1)" in bare
+    (finding,) = hlo_constants.diagnose(bare)
+    assert finding.severity == "error" and "`%constant.1`" not in finding.evidence and "`constant.1` bf16[64,16,8,128]" in finding.evidence
+
+
 def test_an_aliased_operand_is_followed_through_bitcasts_and_a_bad_index_is_ignored():
     through = WRITE_INTO_CONSTANT.replace("%copy.2 = bf16[64,16,8,128]{3,2,1,0} copy(%constant.1)", "%copy.2 = bf16[64,16,8,128]{3,2,1,0} bitcast(%constant.1)")
     assert hlo_constants.diagnose(through)[0].severity == "error"
@@ -77,9 +85,11 @@ def test_stablehlo_constants_are_read_from_the_type_that_closes_a_megabytes_long
         f'    %cst = stablehlo.constant dense<"{value}"> : tensor<8192x16x8x128xbf16>\n'
         "    %cst_0 = stablehlo.constant dense<0.000000e+00> : tensor<8192x16x8x128xbf16>\n"  # a splat: XLA broadcasts one value
         "    %c = stablehlo.constant dense<[2048, 2048]> : tensor<2xi32>\n"
+        "    %cst_1 = stablehlo.constant dense_resource<__elided__> : tensor<4096x1024xf32>\n"  # printed with large elements elided
     )
     (finding,) = hlo_constants.diagnose(text)
     assert "`%cst` tensor<8192x16x8x128xbf16> (256 MiB)" in finding.evidence and "%cst_0" not in finding.evidence
+    assert "`%cst_1` tensor<4096x1024xf32> (16 MiB)" in finding.evidence
     assert len(finding.evidence) < 400
 
 

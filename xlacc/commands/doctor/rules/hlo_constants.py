@@ -24,9 +24,9 @@ from xlacc.readers import hlo
 # Below this a constant is a table or a mask; caches and weight matrices are far above it.
 LARGE_CONSTANT_BYTES = 16 << 20
 SHOWN = 3
-HLO_CONSTANT = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]{1,200})\s*=\s*(?P<type>[a-z]\w{0,15})\[(?P<dims>[\d,]{0,200})\](?:\{[^}]{0,200}\})?\s+constant\(")
+HLO_CONSTANT = re.compile(r"^\s*(?:ROOT\s+)?(?P<name>%?[\w.\-]{1,200})\s*=\s*(?P<type>[a-z]\w{0,15})\[(?P<dims>[\d,]{0,200})\](?:\{[^}]{0,200}\})?\s+constant\(")
 STABLEHLO_TENSOR = re.compile(r":\s*tensor<(?P<dims>(?:\d+x){1,16})(?P<type>\w{1,16})>")
-STABLEHLO_NAME = re.compile(r"^\s*(?P<name>%[\w.\-]{1,200})\s*=\s*stablehlo\.constant\s+dense(?:_resource)?<(?P<head>.)")
+STABLEHLO_NAME = re.compile(r"^\s*(?P<name>%[\w.\-]{1,200})\s*=\s*stablehlo\.constant\s+dense(?P<resource>_resource)?<(?P<head>.)")
 BITS = {"pred": 8, "i1": 8, "s8": 8, "u8": 8, "i8": 8, "ui8": 8, "s16": 16, "u16": 16, "i16": 16, "ui16": 16, "f16": 16, "bf16": 16,
         "s32": 32, "u32": 32, "i32": 32, "ui32": 32, "f32": 32, "s64": 64, "u64": 64, "i64": 64, "ui64": 64, "f64": 64,
         "c64": 64, "c128": 128}  # fmt: skip
@@ -39,7 +39,7 @@ def diagnose(text: str, where: str | None = None) -> list[Finding]:
     written = _written_constants(text)
     if written:
         target = written[0][0]
-        shown = "; ".join(f'custom_call_target="{t}" writes its result {out} into operand {i}, `%{name}` {shape}, a constant' for t, out, i, name, shape in written[:SHOWN])
+        shown = "; ".join(f'custom_call_target="{t}" writes its result {out} into operand {i}, `{name}` {shape}, a constant' for t, out, i, name, shape in written[:SHOWN])
         return [make("closed-over-array", prefix + shown, title=f"`{target}` writes in place into a constant: every call starts from the traced contents",
                      severity="error", likelihood=0.9)]  # fmt: skip
     found = sorted((c for line in text.splitlines() if (c := _constant(line))), key=lambda c: -c[2])
@@ -63,7 +63,8 @@ def _written_constants(text: str) -> list[tuple[str, int, int, str, str]]:
         for output, operand in call.aliases:
             source = _source(call.operands[operand], instructions) if operand < len(call.operands) else None
             if source is not None and source.opcode == "constant":
-                written.append((call.target, output, operand, source.name, source.shape.split("{")[0]))
+                name = f"%{source.name}" if f"%{source.name}" in text else source.name  # as the text spells it
+                written.append((call.target, output, operand, name, source.shape.split("{")[0]))
     return written
 
 
@@ -91,8 +92,8 @@ def _constant(line: str) -> tuple[str, str, int] | None:
         return None
     if (match := HLO_CONSTANT.match(line)) is not None:
         dims = [int(d) for d in match["dims"].split(",") if d]
-        return _sized("%" + match["name"], match["type"], dims, f"{match['type']}[{match['dims']}]")
-    if (match := STABLEHLO_NAME.match(line)) is None or match["head"] not in '"[':
+        return _sized(match["name"], match["type"], dims, f"{match['type']}[{match['dims']}]")
+    if (match := STABLEHLO_NAME.match(line)) is None or (match["resource"] is None and match["head"] not in '"['):
         return None  # not a constant, or a splat (dense<0.0>): XLA makes that a broadcast of one value
     tail = line[line.rfind(": tensor<") :]  # the type closes the line, after a value that may be megabytes of hex
     if (typed := STABLEHLO_TENSOR.match(tail)) is None:
