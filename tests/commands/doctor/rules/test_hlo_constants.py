@@ -59,6 +59,8 @@ def test_an_aliased_operand_is_followed_through_bitcasts_and_a_bad_index_is_igno
     assert hlo_constants.diagnose(through)[0].severity == "error"
     out_of_range = WRITE_INTO_CONSTANT.replace("output_to_operand_aliasing={{}: (2, {})}", "output_to_operand_aliasing={{}: (7, {})}")
     assert hlo_constants.diagnose(out_of_range) == []
+    gemm = WRITE_INTO_CONSTANT.replace('custom_call_target="kv_write"', 'custom_call_target="__cublas$gemm"')  # a bias added in place
+    assert hlo_constants.diagnose(gemm) == []
 
 
 def test_the_threshold_and_the_element_sizes():

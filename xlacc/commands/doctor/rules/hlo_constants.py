@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from xlacc.commands.doctor.rules.hlo_sharding import PASS_THROUGH, dump_modules
+from xlacc.commands.doctor.rules.hlo_sharding import INTERNAL_TARGET, PASS_THROUGH, dump_modules
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers import hlo
@@ -60,6 +60,8 @@ def _written_constants(text: str) -> list[tuple[str, int, int, str, str]]:
     instructions = hlo.hlo_instructions(text)
     written = []
     for call in hlo.hlo_custom_calls(text):
+        if INTERNAL_TARGET.match(call.target):
+            continue  # XLA's own calls (cuBLAS adding a bias in place) consume their constants by design
         for output, operand in call.aliases:
             source = _source(call.operands[operand], instructions) if operand < len(call.operands) else None
             if source is not None and source.opcode == "constant":
