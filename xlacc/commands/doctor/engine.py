@@ -351,12 +351,20 @@ def _owning_spec(library: Path):
 
 
 def _dump_section(directory: Path) -> Section:
-    """The compiled modules of an --xla_dump_to folder: custom calls fed by all-gathers, large constants."""
-    modules = hlo_sharding.dump_modules(directory)
+    """The compiled modules of an --xla_dump_to folder: custom calls fed by all-gathers, closed-over arrays."""
     findings: list[Finding] = []
-    findings += run_rule(hlo_sharding.diagnose_dump, directory, empty=[], crashes=findings)
-    findings += run_rule(hlo_constants.diagnose_dump, directory, empty=[], crashes=findings)
-    return Section(f"xla dump {directory}", f"{len(modules)} compiled modules", findings)
+    findings += _dump_findings(directory, crashes=findings)
+    return Section(f"xla dump {directory}", f"{len(hlo_sharding.dump_modules(directory))} compiled modules", findings)
+
+
+def _dump_findings(directory: Path, crashes: list[Finding]) -> list[Finding]:
+    """The compiled-HLO rules over each module of an --xla_dump_to folder, each file read once."""
+    findings: list[Finding] = []
+    for path in hlo_sharding.dump_modules(directory):
+        module = path.read_text(encoding="utf-8", errors="replace")
+        for rule in (hlo_sharding.diagnose, hlo_constants.diagnose):
+            findings += run_rule(rule, module, where=path.name, empty=[], crashes=crashes)
+    return findings
 
 
 def _log_section(log: str) -> Section:
@@ -381,8 +389,7 @@ def _command_sections(argv: list[str], timeout: float) -> tuple[list[Section], d
         result = command.run(argv, timeout, text.interesting(), env=env)
         crashes: list[Finding] = []
         run_findings = run_rule(runtime.diagnose_output, result.output.text, result.returncode, empty=[], crashes=crashes)
-        run_findings += run_rule(hlo_sharding.diagnose_dump, dump, empty=[], crashes=crashes)
-        run_findings += run_rule(hlo_constants.diagnose_dump, dump, empty=[], crashes=crashes)
+        run_findings += _dump_findings(dump, crashes)
     program_section, code_findings = _program_section(argv)
     findings = run_rule(runtime.rank_with_code, run_findings, code_findings, result.returncode, empty=run_findings + code_findings, crashes=crashes)
     findings += crashes

@@ -99,8 +99,11 @@ def test_every_compiled_module_of_a_dump_folder_is_read(tmp_path):
     (tmp_path / "module_0001.jit_step.sm_9.0_gpu_after_optimizations.txt").write_text(CLOSED_OVER)
     (tmp_path / "module_0002.jit_other.sm_9.0_gpu_after_optimizations.txt").write_text(AS_ARGUMENT)
     (tmp_path / "module_0001.jit_step.before_optimizations.txt").write_text(CLOSED_OVER)  # not the compiled program
-    (finding,) = hlo_constants.diagnose_dump(tmp_path)
-    assert finding.evidence.startswith("module_0001.jit_step.sm_9.0_gpu_after_optimizations.txt: 2 constants")
+    done = subprocess.run([sys.executable, "-m", "xlacc", "doctor", "--json", str(tmp_path)], cwd=REPO_DIR, capture_output=True, text=True, timeout=120)
+    # The dump section names the module it read; the folder's files are also read one by one, as text.
+    (finding,) = [f for f in json.loads(done.stdout)["findings"] if f["evidence"].startswith("module_")]
+    assert finding["code"] == "closed-over-array"
+    assert finding["evidence"].startswith("module_0001.jit_step.sm_9.0_gpu_after_optimizations.txt: 2 constants")
 
 
 STEP = """

@@ -14,9 +14,8 @@ the traced contents.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from xlacc.commands.doctor.rules.hlo_sharding import INTERNAL_TARGET, PASS_THROUGH, dump_modules
+from xlacc.commands.doctor.rules.hlo_sharding import INTERNAL_TARGET, PASS_THROUGH
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
 from xlacc.readers import hlo
@@ -78,14 +77,6 @@ def _source(name: str, instructions: dict[str, hlo.Instruction]) -> hlo.Instruct
             return instruction
         instruction = instructions.get(instruction.operands[0])
     return instruction
-
-
-def diagnose_dump(directory: Path) -> list[Finding]:
-    """diagnose() over the compiled modules of an ``--xla_dump_to`` folder."""
-    findings = []
-    for path in dump_modules(directory):
-        findings += diagnose(path.read_text(encoding="utf-8", errors="replace"), where=path.name)
-    return findings
 
 
 def _constant(line: str) -> tuple[str, str, int] | None:

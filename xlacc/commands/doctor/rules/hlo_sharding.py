@@ -96,13 +96,6 @@ def is_dump(directory: Path) -> bool:
     return bool(dump_modules(directory))
 
 
-def diagnose_dump(directory: Path) -> list[Finding]:
-    findings = []
-    for path in dump_modules(directory):
-        findings += diagnose(path.read_text(encoding="utf-8", errors="replace"), where=str(path.name))
-    return findings
-
-
 def dump_environment() -> tuple[dict[str, str], Path, tempfile.TemporaryDirectory | contextlib.nullcontext]:
     """The environment for a command whose compiled HLO doctor reads, and the folder XLA dumps it
     to: the command's own --xla_dump_to, else a temporary folder added to XLA_FLAGS (the context
