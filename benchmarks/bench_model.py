@@ -273,9 +273,9 @@ def path_runs(args, model, prompt_np, reference):
         t0 = time.perf_counter()
         engine.generate(prompts, max_new_tokens=n)
         warm = time.perf_counter() - t0
-        runs = [engine.generate(prompts, max_new_tokens=n) for _ in range(args.rounds)]
-        decode_s = statistics.median(r.decode_s for r in runs)
-        summary[name] = {"tok_s": B * (n - 1) / decode_s, "ms_per_step": decode_s / (n - 1) * 1e3, "ttft_s": min(r.ttft_s for r in runs),
+        timed = [engine.generate(prompts, max_new_tokens=n) for _ in range(args.rounds)]
+        decode_s = statistics.median(r.decode_s for r in timed)
+        summary[name] = {"tok_s": B * (n - 1) / decode_s, "ms_per_step": decode_s / (n - 1) * 1e3, "ttft_s": min(r.ttft_s for r in timed),
                          "attention": attention}
         hlo = engine.compiled_decode_text(B)
         emit({"event": "path_decode", "variant": name, "kv_write": engine.kv_write_name, "steps_per_call": steps, "attention": attention,
