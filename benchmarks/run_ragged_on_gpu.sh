@@ -4,6 +4,11 @@
 #   bash benchmarks/run_ragged_on_gpu.sh build PREBUILT      # anywhere nvcc is (no GPU needed): sm_90a libraries,
 #                                                            # and PREBUILT/generic for sm_90 (the mma.sync prefill body)
 #   bash benchmarks/run_ragged_on_gpu.sh final OUT PREBUILT  # on the GPU: the GPU tests of both builds, then the grid
+#   bash benchmarks/run_ragged_on_gpu.sh compare OUT BASE CANDIDATE [POINTS]
+#                                                            # on the GPU: two builds (each made by `build`) in turns on one
+#                                                            # machine, the op alone, two rounds each (POINTS: --only's texts,
+#                                                            # default "decode,prefill,mixed"); the ratio base / candidate per
+#                                                            # point (above 1: the candidate is faster); then the candidate's GPU tests
 set -uo pipefail
 stage=$1
 export PYTHONUNBUFFERED=1
@@ -28,5 +33,32 @@ case "$stage" in
       | grep -v -i "warning\|cuda_timer\|bfc_allocator\|from jax.experimental" | tee -a "$out/log"
     timeout 300 python3 benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --only "decode 64 x,decode 8 x,decode 4 x" --skip cudnn_sdpa \
       --budget 220 --out "$out/ragged_decode_peers.json" 2>&1 | grep -v -i "warning\|cuda_timer\|bfc_allocator\|from jax.experimental" | tee -a "$out/log"
+    ;;
+  compare)
+    out=$2 base=$3 candidate=$4 points=${5:-decode,prefill,mixed}
+    for round in 1 2; do
+      for side in base candidate; do
+        pre=$base; [ "$side" = candidate ] && pre=$candidate
+        timeout 150 python3 benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --skip jnp,pallas,decode,cudnn,cudnn_sdpa --only "$points" \
+          --rounds 3 --samples 3 --budget 130 --out "$out/${side}_$round.json" 2>&1 | grep "^\[" | sed "s/^/$side: /" | tee -a "$out/log"
+      done
+    done
+    python3 - "$out" <<'PY' | tee -a "$out/log"
+import json, statistics, sys
+from pathlib import Path
+def times(side):
+    found = {}
+    for path in sorted(Path(sys.argv[1]).glob(f"{side}_*.json")):
+        for row in json.loads(path.read_text())["rows"]:
+            found.setdefault(row["label"], []).append(round(row["us"]["xlacc"], 1))
+    return found
+base, candidate = times("base"), times("candidate")
+for label in base:
+    if label in candidate:
+        b, c = statistics.median(base[label]), statistics.median(candidate[label])
+        print(f"{label}: base {b:.1f} us, candidate {c:.1f} us: {b / c:.3f}x (rounds {base[label]} / {candidate[label]})")
+PY
+    RAGGED_PREBUILT="$candidate/generic/ragged" timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py -k "every and bf16" 2>&1 | tail -1 | tee -a "$out/log"
+    RAGGED_PREBUILT="$candidate/ragged" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py 2>&1 | tail -1 | tee -a "$out/log"
     ;;
 esac
