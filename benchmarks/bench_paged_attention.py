@@ -37,6 +37,9 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+# This checkout's xlacc renders the projects, not an installed one: an editable install of another
+# worktree would render that tree's templates, and two builds meant to differ would be one kernel.
+sys.path.insert(0, str(REPO))
 NAME = "decode"
 DATASHEET_GBPS = {"H100": 3350.0, "H200": 4800.0}  # HBM3 / HBM3e peak, SXM parts
 GOAL_SPEEDUP, GOAL_COPY_SHARE = 3.0, 0.70
@@ -127,6 +130,9 @@ def build_with_nvcc(project: Path, arch: str, variants: dict[str, dict[str, int]
 
 def build_projects(workdir: Path, projects, arch: str) -> None:
     """Render each (name, template) project under workdir and build its library with nvcc, side by side."""
+    from xlacc.ground.resources import templates_root
+
+    print(f"rendering {', '.join(template for _, template in projects)} from {templates_root()}", flush=True)
     jobs = []
     for name, template in projects:
         project = render(workdir / name, name=name, template=template)
