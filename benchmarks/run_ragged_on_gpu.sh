@@ -36,6 +36,10 @@ case "$stage" in
     ;;
   compare)
     out=$2 base=$3 candidate=$4 points=${5:-decode,prefill,mixed}
+    if cmp -s "$base/ragged/kernel.cu" "$candidate/ragged/kernel.cu"; then
+      echo "compare: $base and $candidate hold the same kernel.cu (was the candidate rendered from its own checkout?)" >&2
+      exit 2
+    fi
     for round in 1 2; do
       for side in base candidate; do
         pre=$base; [ "$side" = candidate ] && pre=$candidate
