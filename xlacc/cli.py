@@ -462,6 +462,13 @@ def run(argv: list[str]) -> int:
         if os.environ.get("XLACC_DEBUG"):
             raise
         return _failed(f"internal error: {type(exc).__name__}: {exc} (set XLACC_DEBUG=1 for the traceback)", EXIT_INTERNAL, argv)
+    try:  # the answer leaves here, where a full disk is still one line on stderr, not at Python's exit
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what stdout holds cannot be written
+        return _failed(exc.strerror or str(exc), EXIT_USAGE, argv)
     if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C in a command into this code, silently
         error_line("interrupted")
     return code if isinstance(code, int) else EXIT_OK

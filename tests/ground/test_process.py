@@ -27,7 +27,7 @@ def python(code: str) -> list[str]:
 
 def test_every_byte_reaches_the_sink_in_order_and_the_exit_code_is_kept():
     sink = Chunks()
-    code = "import sys\nfor i in range(20000): print(i)\nsys.stderr.write('end\\n'); sys.exit(3)"
+    code = "import sys\nfor i in range(20000): print(i)\nsys.stdout.flush(); sys.stderr.write('end\\n'); sys.exit(3)"
     ended = run_in_session(python(code), 60, sink, exit_grace=2.0)
     assert ended.returncode == 3
     lines = bytes(sink.data).decode().splitlines()
