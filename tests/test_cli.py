@@ -206,11 +206,13 @@ def test_closed_streams_and_an_ascii_console_still_get_answers(tmp_path):
     assert "ok" in marks and "?" not in marks, ascii_console.stdout  # pass and fail both printed as "?"
 
 
-def test_a_json_answer_stdout_cannot_take_is_one_line_on_stderr(tmp_path):
-    with open("/dev/full", "w") as full:
-        run = subprocess.run([sys.executable, "-m", "xlacc", "doctor", "--json", str(tmp_path)], stdout=full, stderr=subprocess.PIPE,
-                             text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert run.returncode == 2 and run.stderr == "error: No space left on device\n", run.stderr
+def test_an_answer_stdout_cannot_take_is_one_line_on_stderr(tmp_path):
+    buffered = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}  # as in a user's shell
+    for json_flag in (["--json"], []):
+        with open("/dev/full", "w") as full:
+            run = subprocess.run([sys.executable, "-m", "xlacc", "doctor", *json_flag, str(tmp_path)], stdout=full, stderr=subprocess.PIPE,
+                                 text=True, timeout=60, env={**buffered, "PYTHONPATH": str(REPO)})
+        assert run.returncode == 2 and run.stderr == "error: No space left on device\n", (json_flag, run.stderr)
 
 
 @pytest.mark.parametrize("columns, kept", [("0", False), ("-5", False), ("abc", False), ("10", False), ("100", True)])

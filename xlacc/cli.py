@@ -397,11 +397,22 @@ def main() -> None:
     except BrokenPipeError:  # the reader left (`xlacc ... | head`): stop quietly, as typer does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_PROBLEM
+    _drop_what_stdout_cannot_take()
     if sys.flags.inspect:  # PYTHONINSPECT set: Python would open a prompt after the exit, and read EOF as exit 1
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         os._exit(code)
     sys.exit(code)
+
+
+def _drop_what_stdout_cannot_take() -> None:
+    """Output still buffered for a stdout that refuses it (a full disk, already reported on stderr)
+    is dropped, so Python's own flush at exit has nothing left to fail on (it would print a
+    traceback-like message and exit 120)."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _usable_terminal() -> None:
@@ -467,7 +478,6 @@ def run(argv: list[str]) -> int:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what stdout holds cannot be written
         return _failed(exc.strerror or str(exc), EXIT_USAGE, argv)
     if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C in a command into this code, silently
         error_line("interrupted")
