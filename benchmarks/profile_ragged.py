@@ -1,0 +1,57 @@
+"""One call of the ragged op at the named grid points, for a profiler that starts at cuProfilerStart.
+
+The figures of benchmarks/RESULTS.md's Nsight Compute sections, on the GPU machine, from the
+repository root, with DIR a build made by `bench_ragged.py --build-only` (or run_ragged_on_gpu.sh build):
+
+    PRE=DIR ncu --clock-control none --cache-control none --profile-from-start off -k regex:ragged_prefill \\
+        --section SpeedOfLight --section WarpStateStats --export OUT \\
+        python3 benchmarks/profile_ragged.py "prefill 8 x 2048"
+
+Each point is compiled and run twice first, so the profiled call is the third.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent)]
+
+import bench_paged_attention as base
+import bench_ragged
+
+
+def main(labels: list[str]) -> int:
+    import jax
+
+    points = {point.label: point for point in bench_ragged.grid()}
+    unknown = [label for label in labels if label not in points]
+    prebuilt = Path(os.environ.get("PRE", ""))
+    if unknown or not labels:
+        wrong = f"no grid point {unknown[0]!r}" if unknown else "name one or more grid points"
+        print(f"profile_ragged: {wrong}; the points: {', '.join(points)}", file=sys.stderr)
+        return 2
+    if not (prebuilt / bench_ragged.NAME).is_dir():
+        print(f"profile_ragged: PRE={prebuilt} holds no built {bench_ragged.NAME} project (bench_ragged.py --build-only)", file=sys.stderr)
+        return 2
+    module = base.load_module(prebuilt / bench_ragged.NAME, "jax", name=bench_ragged.NAME)
+    module.register()
+    op = getattr(module, bench_ragged.NAME)
+    cuda = ctypes.CDLL("libcuda.so.1")
+    for label in labels:
+        data = bench_ragged.operands(points[label])
+        call = jax.jit(lambda q, d=data: op(q, d["key_cache"], d["value_cache"], d["cu_q_lens"], d["kv_lens"], d["tables"], d["num_seqs"],
+                                            scale=bench_ragged.HEAD**-0.5))
+        for _ in range(2):
+            jax.block_until_ready(call(data["query"]))
+        cuda.cuProfilerStart()
+        jax.block_until_ready(call(data["query"]))
+        cuda.cuProfilerStop()
+        print("profiled", label, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
