@@ -453,6 +453,7 @@ def run(argv: list[str]) -> int:
     try:
         # Without standalone mode typer returns a command's exit code instead of exiting.
         code = app(args=argv, standalone_mode=False, prog_name="xlacc", obj={"command": command, "argv": argv})
+        sys.stdout.flush()  # the answer leaves here, where a full disk is one line on stderr, not at Python's exit
     except typer.Exit as exc:
         return exc.exit_code
     except XlaccError as exc:
@@ -473,12 +474,6 @@ def run(argv: list[str]) -> int:
         if os.environ.get("XLACC_DEBUG"):
             raise
         return _failed(f"internal error: {type(exc).__name__}: {exc} (set XLACC_DEBUG=1 for the traceback)", EXIT_INTERNAL, argv)
-    try:  # the answer leaves here, where a full disk is still one line on stderr, not at Python's exit
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        return _failed(exc.strerror or str(exc), EXIT_USAGE, argv)
     if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C in a command into this code, silently
         error_line("interrupted")
     return code if isinstance(code, int) else EXIT_OK
