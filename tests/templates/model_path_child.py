@@ -117,6 +117,7 @@ def single(xm, kvw_op):
     batch = prompts()
     greedy = engine.generate(batch, max_new_tokens=NEW)
     results["greedy"] = greedy.tokens
+    results["decode_compiles"] = engine._decode._cache_size()
     results["torch_greedy"] = torch_greedy(model, batch, NEW)
     results["finish"] = greedy.finish
     forced = np.array([t[: NEW - 1] for t in results["torch_greedy"]])
@@ -201,7 +202,10 @@ def tensor_parallel(xm):
     batch = prompts()
     engine = xm.Engine(model, max_seqs=4, max_len=48, mesh=xm.tensor_parallel_mesh(2))
     result = {"devices": jax.device_count(), "greedy": engine.generate(batch, max_new_tokens=NEW).tokens,
-              "torch_greedy": torch_greedy(model, batch, NEW)}
+              "torch_greedy": torch_greedy(model, batch, NEW), "decode_compiles": engine._decode._cache_size()}
+    run = engine.start(batch, max_new_tokens=NEW)
+    result["request_arrays_on_devices"] = sorted({len(a.sharding.device_set) for a in (run.tables, run.stop_lens, run.lens, engine._key)})
+    engine.finish(run)
     decode = engine.compiled_decode_text(len(batch))
     result["decode_collectives"] = collectives(decode)
     result["prefill_collectives"] = collectives(engine.compiled_prefill_text(len(batch), 32))

@@ -83,6 +83,11 @@ def test_free_running_greedy_tokens_equal_torch(single):
     assert single["finish"] == ["length"] * 3
 
 
+def test_a_generate_compiles_its_decode_step_once(single):
+    # the prefill's outputs and the request's arrays are placed as a decode call's outputs are
+    assert single["decode_compiles"] == 1
+
+
 def test_teacher_forced_logits_match_torch_in_f32(single):
     assert single["forced_shape"] == [6, 3, 256]  # the prefill's logits, then 5 decode steps, 3 prompts
     assert single["forced_max_abs_diff"] < 1e-4
@@ -154,6 +159,8 @@ def test_tensor_parallel_over_two_devices_needs_only_all_reduces(projects):
     result = _child(projects, "tp", XLA_FLAGS="--xla_force_host_platform_device_count=2")
     assert result["devices"] == 2
     assert result["greedy"] == result["torch_greedy"]
+    assert result["decode_compiles"] == 1
+    assert result["request_arrays_on_devices"] == [2]  # placed on both devices once, not copied there every call
     for step in ("decode", "prefill"):
         collectives = result[f"{step}_collectives"]
         assert collectives["all-reduce"] > 0, step
