@@ -210,8 +210,16 @@ def tensor_parallel(xm):
     result["decode_collectives"] = collectives(decode)
     result["prefill_collectives"] = collectives(engine.compiled_prefill_text(len(batch), 32))
     result["cache_sharding"] = spec_of(engine.cache.layers[0][0])
-    result["q_proj_sharding"] = spec_of(engine.params["lm.model.layers.0.self_attn.q_proj.weight"])
+    qkv = engine.params["lm.model.layers.0.self_attn.qkv_proj.weight"]
+    result["qkv_proj_sharding"] = spec_of(qkv)
     result["o_proj_sharding"] = spec_of(engine.params["lm.model.layers.0.self_attn.o_proj.weight"])
+    result["head_sharding"] = spec_of(engine.params["lm.lm_head.weight"])
+    attention = model.model.layers[0].self_attn
+    parts = [getattr(attention, name).weight.detach().numpy() for name in ("q_proj", "k_proj", "v_proj")]
+    shards = sorted(qkv.addressable_shards, key=lambda shard: shard.index[0].start or 0)
+    result["qkv_shards_hold_their_rows"] = [
+        bool(np.array_equal(np.asarray(shard.data), np.concatenate([part.reshape(2, -1, part.shape[1])[i] for part in parts])))
+        for i, shard in enumerate(shards)]
     return result
 
 

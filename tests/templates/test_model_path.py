@@ -165,8 +165,10 @@ def test_tensor_parallel_over_two_devices_needs_only_all_reduces(projects):
         collectives = result[f"{step}_collectives"]
         assert collectives["all-reduce"] > 0, step
         assert {name: n for name, n in collectives.items() if name != "all-reduce" and n} == {}, step
-    assert result["q_proj_sharding"] == ["tp", None]  # column-parallel: output rows
+    assert result["qkv_proj_sharding"] == ["tp", None]  # column-parallel: output rows, q/k/v held as one tensor
+    assert result["qkv_shards_hold_their_rows"] == [True, True]  # each device: its own q, k and v rows, adjacent
     assert result["o_proj_sharding"] == [None, "tp"]  # row-parallel: input columns
+    assert result["head_sharding"] == ["tp", None]  # the output head by vocabulary rows; greedy needs all-reduces only
     assert result["cache_sharding"] == [None, None, "tp", None]  # over KV heads
 
 
