@@ -88,6 +88,20 @@ def plane_lines(xspace_path: str, device: int) -> list:
     return [line.name for p in ProfileData.from_file(xspace_path).planes if p.name == f"/device:GPU:{device}" for line in p.lines]
 
 
+def host_events_in_gaps(xspace_path: str, kernels: list, count: int) -> list:
+    """What the host ran during device 0's longest idle stretch: its longest events overlapping it."""
+    from jax.profiler import ProfileData
+
+    gaps = idle_gaps(kernels)
+    if not gaps:
+        return []
+    gap, _, _, begin = max(gaps, key=lambda g: g[0])
+    found = [(min(e.end_ns, begin + gap) - max(e.start_ns, begin), e.name, line.name)
+             for plane in ProfileData.from_file(xspace_path).planes if plane.name.startswith("/host")
+             for line in plane.lines for e in line.events]
+    return [{"us": round(o / 1e3, 1), "event": n[:80], "thread": t[:40]} for o, n, t in sorted(found, key=lambda f: -f[0])[:count] if o > 0]
+
+
 def busy_ns(kernels: list) -> float:
     """The time at least one kernel ran (kernels on several streams overlap)."""
     total, end = 0.0, float("-inf")
@@ -100,11 +114,11 @@ def busy_ns(kernels: list) -> float:
 
 
 def idle_gaps(kernels: list) -> list:
-    """(gap_ns, kernel before, kernel after) for every stretch in which no kernel ran."""
+    """(gap_ns, kernel before, kernel after, start_ns) for every stretch in which no kernel ran."""
     gaps, end, last = [], None, None
     for name, start, duration in sorted(kernels, key=lambda k: k[1]):
         if end is not None and start > end:
-            gaps.append((start - end, last, name))
+            gaps.append((start - end, last, name, end))
         if end is None or start + duration > end:
             end, last = start + duration, name
     return gaps
@@ -130,13 +144,13 @@ def breakdown(kernels: list, steps: int, top: int) -> dict:
 def idle_before(kernels: list, steps: int) -> dict:
     """Per step: µs of idle time by the kind of the kernel that ends it (what the device waited for)."""
     table = collections.defaultdict(float)
-    for gap, _, after in idle_gaps(kernels):
+    for gap, _, after, _ in idle_gaps(kernels):
         table[kind_of(after)] += gap
     return {kind: round(ns / steps / 1e3, 1) for kind, ns in sorted(table.items(), key=lambda kv: -kv[1])}
 
 
 def longest_gaps(kernels: list, count: int) -> list:
-    return [{"us": round(gap / 1e3, 1), "after": before[:60], "before": after[:60]} for gap, before, after in
+    return [{"us": round(gap / 1e3, 1), "after": before[:60], "before": after[:60]} for gap, before, after, _ in
             sorted(idle_gaps(kernels), key=lambda g: -g[0])[:count]]
 
 
@@ -158,8 +172,11 @@ def profile_run(args, model, prompts, tp: int, steps: int, options) -> dict:
             jax.block_until_ready(run.produced[-1])
         compile_s = time.perf_counter() - t0
         t0 = time.perf_counter()
+        dispatch = []
         for _ in range(args.calls):  # queued back to back, as generate() runs them
+            start = time.perf_counter()
             engine.step(run)
+            dispatch.append(time.perf_counter() - start)
         jax.block_until_ready(run.produced[-1])
         decode_s = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as trace_dir:
@@ -169,11 +186,13 @@ def profile_run(args, model, prompts, tp: int, steps: int, options) -> dict:
                 jax.block_until_ready(run.produced[-1])
             xspace = glob.glob(f"{trace_dir}/**/*.xplane.pb", recursive=True)[0]
             kernels, lines = device_kernels(xspace, 0), plane_lines(xspace, 0)
+            host = host_events_in_gaps(xspace, kernels, args.top)
         engine.finish(run)
     finally:
         engine.cache.layers = None
     record = {"event": "profile", "devices": tp, "batch": args.batch, "steps_per_call": steps, "xla_options": engine.compiler_options, "compile_s": round(compile_s, 1),
-              "ms_per_step": round(decode_s / (args.calls * steps) * 1e3, 3), "device_kind": jax.devices()[0].device_kind}
+              "ms_per_step": round(decode_s / (args.calls * steps) * 1e3, 3),
+              "host_ms_per_call": round(sum(dispatch) / len(dispatch) * 1e3, 3), "host_during_longest_gap": host, "device_kind": jax.devices()[0].device_kind}
     if kernels:
         record.update(breakdown(kernels, steps * TRACED_CALLS, args.top))
     else:
@@ -187,6 +206,8 @@ def render(record: dict) -> str:
              f"{record.get('kernels_per_step')} kernels)"]
     for kind, cell in record.get("by_kind", {}).items():
         lines.append(f"   {kind:<14} {cell['us']:>8} us  {cell['count']:>6} kernels")
+    lines.append(f"   host: {record.get('host_ms_per_call')} ms to queue a call; during the longest gap: "
+                 + "; ".join(f"{h['event']} {h['us']} us" for h in record.get("host_during_longest_gap", [])[:5]))
     lines.append("   idle, by the kind of kernel it waited for (us a step): " + json.dumps(record.get("idle_before", {})))
     for gap in record.get("longest_gaps", [])[:6]:
         lines.append(f"   gap {gap['us']:>7} us  after {gap['after']}  before {gap['before']}")
