@@ -1,0 +1,55 @@
+"""benchmarks/profile_model.py's accounting of a traced decode step: kernels by kind, the time no
+kernel ran, and what each idle stretch waited for (the figures RESULTS.md quotes)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+profile_model = pytest.importorskip("profile_model")
+
+# (name, start ns, duration ns): a GEMM, an all-reduce on another stream overlapping it, a gap of
+# 5 us, a fusion, a gap of 5 us, the attention op
+KERNELS = [
+    ("nvjet_sm90_tst_64x64_64x13_4x2_h_bz_TNT", 0, 10_000),
+    ("all_reduce_22_0_fusion_1", 5_000, 20_000),
+    ("loop_multiply_fusion_31", 30_000, 5_000),
+    ("void paged_attention_mma_kernel<__nv_bfloat16, 128, 16, 4, 3>", 40_000, 10_000),
+]
+
+
+@pytest.mark.parametrize(("kernel", "kind"), [
+    ("nvjet_sm90_tst_112x128_64x7_2x1_v_bz_TNN", "gemm"),
+    ("void cublasLt::splitKreduce_kernel<32, 16, int, float>", "gemm"),
+    ("all_reduce_64_fusion_1", "all-reduce"),
+    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "all-reduce"),
+    ("void (anonymous namespace)::paged_attention_mma_kernel<__nv_bfloat16, 128, 16, 4, 3>", "attention op"),
+    ("MemcpyP2P", "copy"),
+    ("input_concatenate_fusion_15", "xla fusion"),
+    ("void (anonymous namespace)::write_rows_kernel<uint4>", "other"),
+])
+def test_kernels_are_sorted_into_kinds_by_name(kernel, kind):
+    assert profile_model.kind_of(kernel) == kind
+
+
+def test_overlapping_kernels_count_once_toward_busy_time():
+    assert profile_model.busy_ns(KERNELS) == 25_000 + 5_000 + 10_000
+
+
+def test_idle_stretches_name_the_kernels_around_them():
+    assert profile_model.idle_gaps(KERNELS) == [
+        (5_000, "all_reduce_22_0_fusion_1", "loop_multiply_fusion_31", 25_000),
+        (5_000, "loop_multiply_fusion_31", "void paged_attention_mma_kernel<__nv_bfloat16, 128, 16, 4, 3>", 35_000),
+    ]
+
+
+def test_breakdown_is_per_step():
+    got = profile_model.breakdown(KERNELS, steps=2, top=2)
+    assert got["span_us_per_step"] == 25.0
+    assert (got["busy_us_per_step"], got["idle_us_per_step"]) == (20.0, 5.0)
+    assert got["by_kind"]["all-reduce"] == {"us": 10.0, "count": 0.5}
+    assert got["idle_before"] == {"xla fusion": 2.5, "attention op": 2.5}
+    assert [row["kind"] for row in got["busiest"]] == ["all-reduce", "gemm"]
