@@ -203,6 +203,7 @@ def tensor_parallel(xm):
     engine = xm.Engine(model, max_seqs=4, max_len=48, mesh=xm.tensor_parallel_mesh(2))
     result = {"devices": jax.device_count(), "greedy": engine.generate(batch, max_new_tokens=NEW).tokens,
               "torch_greedy": torch_greedy(model, batch, NEW), "decode_compiles": engine._decode._cache_size()}
+    result["nucleus_of_one"] = engine.generate(batch, max_new_tokens=NEW, temperature=0.7, top_p=1e-6, seed=3).tokens
     run = engine.start(batch, max_new_tokens=NEW)
     result["request_arrays_on_devices"] = sorted({len(a.sharding.device_set) for a in (run.tables, run.stop_lens, run.lens, engine._key)})
     engine.finish(run)

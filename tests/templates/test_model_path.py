@@ -160,6 +160,7 @@ def test_tensor_parallel_over_two_devices_needs_only_all_reduces(projects):
     assert result["devices"] == 2
     assert result["greedy"] == result["torch_greedy"]
     assert result["decode_compiles"] == 1
+    assert result["nucleus_of_one"] == result["greedy"]  # sampling over the vocabulary-split head: its nucleus gathers the logits
     assert result["request_arrays_on_devices"] == [2]  # placed on both devices once, not copied there every call
     for step in ("decode", "prefill"):
         collectives = result[f"{step}_collectives"]
