@@ -6,11 +6,13 @@
 
 The model is bench_model.py's (its "gpu" preset: 8 Llama layers, bf16), served by the Engine of a
 paged-attention project with a paged-kv-write project's write (--workdir: bench_model.py builds
-them). For each device count and XLA option set: the decode step's time on the host's clock (the
-median over --calls calls of --steps-per-call steps, queued), then two traced calls: per step, the GPU time of
-device 0's kernels by kind (GEMM, all-reduce, the attention op, the KV write, XLA's fusions, copies)
-and of its busiest kernels, and the time no kernel ran on that device ("idle"). Every record is one
-table on stdout (and one JSON line in --out).
+them). For each device count, steps per call and XLA option set (a set replaces the Engine's
+defaults): the decode step's time on the host's clock (--calls calls queued back to back, as
+generate() runs them, and the host's time to queue one), then two traced calls: per step, the GPU
+time of device 0's kernels by kind (GEMM, all-reduce, the attention op, the KV write, XLA's
+fusions, copies) and of its busiest kernels, the time no kernel ran on that device ("idle"), what
+each idle stretch waited for and what the host ran during the longest. Every run is one table on
+stdout (and one JSON line in --out).
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ TRACED_CALLS = 2  # queued back to back, so the trace shows what lies between tw
 KINDS = (
     ("all-reduce", r"nccl|all_?reduce|allreduce|collective"),
     ("gemm", r"gemm|nvjet|cutlass|xmma|cublas|matmul|splitK"),
-    ("attention op", r"paged_attention|split_kv|combine|decode_kernel|attention"),
-    ("kv write", r"kv_write|kvw|reshape_and_cache"),
+    ("attention op", r"paged_attention|ragged_|split_kv|combine_splits|attention"),
+    ("kv write", r"write_rows|kv_write|kvw|reshape_and_cache"),
     ("copy", r"memcpy|memset|copy"),
     ("xla fusion", r"fusion|loop_|input_|reduce|transpose|concatenate|convert|broadcast|slice|gather|scatter|triton"),
 )

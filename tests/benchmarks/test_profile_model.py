@@ -29,7 +29,9 @@ KERNELS = [
     ("void (anonymous namespace)::paged_attention_mma_kernel<__nv_bfloat16, 128, 16, 4, 3>", "attention op"),
     ("MemcpyP2P", "copy"),
     ("input_concatenate_fusion_15", "xla fusion"),
-    ("void (anonymous namespace)::write_rows_kernel<uint4>", "other"),
+    ("void (anonymous namespace)::ragged_prefill_kernel<__nv_bfloat16, 128, 16, 3>", "attention op"),
+    ("void (anonymous namespace)::write_rows_kernel<uint4>", "kv write"),
+    ("void some_user_kernel<float>", "other"),
 ])
 def test_kernels_are_sorted_into_kinds_by_name(kernel, kind):
     assert profile_model.kind_of(kernel) == kind
