@@ -57,7 +57,10 @@ def test_descendants_that_left_the_group_are_stopped_with_it(tmp_path):
     """`setsid` (and a daemon's double fork) takes a process out of the command's group and session;
     it is still stopped when the command is done, however deep it was started."""
     pids = tmp_path / "pids"
-    command = f"setsid sleep 61 & echo $! >> {pids}; setsid sh -c 'sleep 62 & echo $! >> {pids}; sleep 63' & echo done"
+    # the command ends only once both have written their pids (on a busy machine the inner shell
+    # could otherwise be stopped before it wrote its own)
+    wait_for_both = f"until [ $(cat {pids} 2>/dev/null | wc -l) -ge 2 ]; do sleep 0.05; done"
+    command = f"setsid sleep 61 & echo $! >> {pids}; setsid sh -c 'sleep 62 & echo $! >> {pids}; sleep 63' & {wait_for_both}; echo done"
     ended = run_in_session(["sh", "-c", command], 30, Chunks(), exit_grace=0.5)
     assert ended.returncode == 0 and ended.seconds < 30  # not the sleeps' minute
     started = [int(pid) for pid in pids.read_text().split()]
