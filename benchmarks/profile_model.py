@@ -72,11 +72,9 @@ def kind_of(kernel: str) -> str:
     return "other"
 
 
-def device_kernels(xspace_path: str, device: int) -> list:
-    """(name, start_ns, duration_ns) of every kernel and copy on one GPU's streams."""
-    from jax.profiler import ProfileData
-
-    data = ProfileData.from_file(xspace_path)
+def device_kernels(data, device: int) -> list:
+    """(name, start_ns, duration_ns) of every kernel and copy on one GPU's streams (data: a
+    jax.profiler.ProfileData)."""
     plane = next((p for p in data.planes if p.name == f"/device:GPU:{device}"), None)
     if plane is None:
         return []
@@ -84,22 +82,18 @@ def device_kernels(xspace_path: str, device: int) -> list:
     return [(e.name, e.start_ns, e.duration_ns) for line in plane.lines if line.name.startswith("Stream") for e in line.events]
 
 
-def plane_lines(xspace_path: str, device: int) -> list:
-    from jax.profiler import ProfileData
-
-    return [line.name for p in ProfileData.from_file(xspace_path).planes if p.name == f"/device:GPU:{device}" for line in p.lines]
+def plane_lines(data, device: int) -> list:
+    return [line.name for p in data.planes if p.name == f"/device:GPU:{device}" for line in p.lines]
 
 
-def host_events_in_gaps(xspace_path: str, kernels: list, count: int) -> list:
-    """What the host ran during device 0's longest idle stretch: its longest events overlapping it."""
-    from jax.profiler import ProfileData
-
+def host_events_in_gaps(data, kernels: list, count: int) -> list:
+    """What the host ran during the kernels' longest idle stretch: its longest events overlapping it."""
     gaps = idle_gaps(kernels)
     if not gaps:
         return []
     gap, _, _, begin = max(gaps, key=lambda g: g[0])
     found = [(min(e.end_ns, begin + gap) - max(e.start_ns, begin), e.name, line.name)
-             for plane in ProfileData.from_file(xspace_path).planes if plane.name.startswith("/host")
+             for plane in data.planes if plane.name.startswith("/host")
              for line in plane.lines for e in line.events]
     return [{"us": round(o / 1e3, 1), "event": n[:80], "thread": t[:40]} for o, n, t in sorted(found, key=lambda f: -f[0])[:count] if o > 0]
 
@@ -162,7 +156,7 @@ def profile_run(args, model, prompts, tp: int, steps: int, options) -> dict:
     import pa.model as xm
 
     mesh = xm.model_mesh(tp=tp) if tp > 1 else None
-    calls = 2 + args.calls + TRACED_CALLS  # the first two compile (the prefill's outputs are placed unlike a decode call's)
+    calls = 2 + args.calls + TRACED_CALLS  # two warm calls (the first compiles), the timed ones, the traced ones
     engine = xm.Engine(model, max_seqs=args.batch, max_len=args.prompt + steps * calls + 2, kv_write=kvw_jax.kvw, mesh=mesh,
                        steps_per_call=steps, max_prefill_tokens=1 << 16, compiler_options=options)
     max_new = steps * calls + 1
@@ -186,9 +180,9 @@ def profile_run(args, model, prompts, tp: int, steps: int, options) -> dict:
                 for _ in range(TRACED_CALLS):
                     engine.step(run)
                 jax.block_until_ready(run.produced[-1])
-            xspace = glob.glob(f"{trace_dir}/**/*.xplane.pb", recursive=True)[0]
-            kernels, lines = device_kernels(xspace, 0), plane_lines(xspace, 0)
-            host = host_events_in_gaps(xspace, kernels, args.top)
+            data = jax.profiler.ProfileData.from_file(glob.glob(f"{trace_dir}/**/*.xplane.pb", recursive=True)[0])
+            kernels, lines = device_kernels(data, 0), plane_lines(data, 0)
+            host = host_events_in_gaps(data, kernels, args.top)
         engine.finish(run)
     finally:
         engine.cache.layers = None

@@ -55,3 +55,29 @@ def test_breakdown_is_per_step():
     assert got["by_kind"]["all-reduce"] == {"us": 10.0, "count": 0.5}
     assert got["idle_before"] == {"xla fusion": 2.5, "attention op": 2.5}
     assert [row["kind"] for row in got["busiest"]] == ["all-reduce", "gemm"]
+
+
+# A trace as jax's profiler writes it (an XSpace, here as text): a GPU plane with a stream line
+# and a line derived from it, and a host plane whose event overlaps the GPU's idle stretch.
+TRACE = """
+planes { id: 1 name: "/device:GPU:0"
+  lines { id: 1 name: "Stream #13(Compute)" timestamp_ns: 1000
+    events { metadata_id: 1 offset_ps: 0 duration_ps: 10000000 }
+    events { metadata_id: 2 offset_ps: 15000000 duration_ps: 5000000 } }
+  lines { id: 2 name: "XLA Ops" timestamp_ns: 1000 events { metadata_id: 3 offset_ps: 0 duration_ps: 10000000 } }
+  event_metadata { key: 1 value { id: 1 name: "nvjet_sm90_gemm" } }
+  event_metadata { key: 2 value { id: 2 name: "loop_add_fusion" } }
+  event_metadata { key: 3 value { id: 3 name: "dot.1" } } }
+planes { id: 2 name: "/host:CPU"
+  lines { id: 1 name: "python" timestamp_ns: 1000 events { metadata_id: 1 offset_ps: 9000000 duration_ps: 8000000 } }
+  event_metadata { key: 1 value { id: 1 name: "PjitFunction(_decode_steps)" } } }
+"""
+
+
+def test_a_trace_gives_the_streams_kernels_and_what_the_host_ran_while_the_gpu_waited():
+    profiler = pytest.importorskip("jax.profiler")
+    data = profiler.ProfileData.from_text_proto(TRACE)
+    kernels = profile_model.device_kernels(data, 0)
+    assert kernels == [("nvjet_sm90_gemm", 1000, 10_000), ("loop_add_fusion", 16_000, 5_000)]  # not the derived "XLA Ops" line
+    assert profile_model.device_kernels(data, 1) == []
+    assert profile_model.host_events_in_gaps(data, kernels, 3) == [{"us": 5.0, "event": "PjitFunction(_decode_steps)", "thread": "python"}]
