@@ -9,29 +9,32 @@
 #                                                            # machine, the op alone, two rounds each (POINTS: --only's texts,
 #                                                            # default "decode,prefill,mixed"); the ratio base / candidate per
 #                                                            # point (above 1: the candidate is faster); then the candidate's GPU tests
+#
+# PYTHON: the interpreter (default python3); `build` needs one with jax (for its FFI headers).
 set -uo pipefail
 stage=$1
 export PYTHONUNBUFFERED=1
+py=${PYTHON:-python3}
 case "$stage" in
   build)
-    python3 benchmarks/bench_ragged.py --build-only --arch sm_90a --workdir "$2" &&
-      python3 benchmarks/bench_ragged.py --build-only --arch sm_90 --workdir "$2/generic"
+    "$py" benchmarks/bench_ragged.py --build-only --arch sm_90a --workdir "$2" &&
+      "$py" benchmarks/bench_ragged.py --build-only --arch sm_90 --workdir "$2/generic"
     ;;
   final)
     out=$2 pre=$3
     {
       date -u +"%F %T UTC"
       nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
-      python3 -c 'import jax, jaxlib; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, jax.devices())'
+      "$py" -c 'import jax, jaxlib; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, jax.devices())'
     } 2>&1 | tee "$out/log"
-    RAGGED_PREBUILT="$pre/generic/ragged" timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py -k "every and bf16" 2>&1 | tail -2 | tee -a "$out/log"
-    RAGGED_PREBUILT="$pre/ragged" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py 2>&1 | tail -5 | tee -a "$out/log"
+    RAGGED_PREBUILT="$pre/generic/ragged" timeout 120 "$py" -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py -k "every and bf16" 2>&1 | tail -2 | tee -a "$out/log"
+    RAGGED_PREBUILT="$pre/ragged" timeout 240 "$py" -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py 2>&1 | tail -5 | tee -a "$out/log"
     # The whole grid against cuDNN (paged and dense) and the decode template; then Pallas and jnp at
     # the decode points they finish in time (a first run with every contender at every point spent
     # its whole 470 s limit by the second point).
-    timeout 480 python3 benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --skip jnp,pallas --budget 400 --out "$out/ragged.json" 2>&1 \
+    timeout 480 "$py" benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --skip jnp,pallas --budget 400 --out "$out/ragged.json" 2>&1 \
       | grep -v -i "warning\|cuda_timer\|bfc_allocator\|from jax.experimental" | tee -a "$out/log"
-    timeout 300 python3 benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --only "decode 64 x,decode 8 x,decode 4 x" --skip cudnn_sdpa \
+    timeout 300 "$py" benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --only "decode 64 x,decode 8 x,decode 4 x" --skip cudnn_sdpa \
       --budget 220 --out "$out/ragged_decode_peers.json" 2>&1 | grep -v -i "warning\|cuda_timer\|bfc_allocator\|from jax.experimental" | tee -a "$out/log"
     ;;
   compare)
@@ -43,11 +46,11 @@ case "$stage" in
     for round in 1 2; do
       for side in base candidate; do
         pre=$base; [ "$side" = candidate ] && pre=$candidate
-        timeout 150 python3 benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --skip jnp,pallas,decode,cudnn,cudnn_sdpa --only "$points" \
+        timeout 150 "$py" benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --skip jnp,pallas,decode,cudnn,cudnn_sdpa --only "$points" \
           --rounds 3 --samples 3 --budget 130 --out "$out/${side}_$round.json" 2>&1 | grep "^\[" | sed "s/^/$side: /" | tee -a "$out/log"
       done
     done
-    python3 - "$out" <<'PY' | tee -a "$out/log"
+    "$py" - "$out" <<'PY' | tee -a "$out/log"
 import json, statistics, sys
 from pathlib import Path
 def times(side):
@@ -62,7 +65,7 @@ for label in base:
         b, c = statistics.median(base[label]), statistics.median(candidate[label])
         print(f"{label}: base {b:.1f} us, candidate {c:.1f} us: {b / c:.3f}x (rounds {base[label]} / {candidate[label]})")
 PY
-    RAGGED_PREBUILT="$candidate/generic/ragged" timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py -k "every and bf16" 2>&1 | tail -1 | tee -a "$out/log"
-    RAGGED_PREBUILT="$candidate/ragged" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py 2>&1 | tail -1 | tee -a "$out/log"
+    RAGGED_PREBUILT="$candidate/generic/ragged" timeout 100 "$py" -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py -k "every and bf16" 2>&1 | tail -1 | tee -a "$out/log"
+    RAGGED_PREBUILT="$candidate/ragged" timeout 240 "$py" -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py 2>&1 | tail -1 | tee -a "$out/log"
     ;;
 esac
