@@ -218,6 +218,10 @@ def tensor_parallel(xm):
     attention = model.model.layers[0].self_attn
     parts = [getattr(attention, name).weight.detach().numpy() for name in ("q_proj", "k_proj", "v_proj")]
     shards = sorted(qkv.addressable_shards, key=lambda shard: shard.index[0].start or 0)
+    tied = torch_model(tiny(tie_word_embeddings=True), seed=4)  # the head is the embedding: kept whole on every device
+    tied_engine = xm.Engine(tied, max_seqs=4, max_len=48, mesh=xm.tensor_parallel_mesh(2))
+    result["tied_head_split"] = tied_engine._head is not None
+    result["tied_greedy"], result["tied_torch_greedy"] = tied_engine.generate(batch, max_new_tokens=NEW).tokens, torch_greedy(tied, batch, NEW)
     result["qkv_shards_hold_their_rows"] = [
         bool(np.array_equal(np.asarray(shard.data), np.concatenate([part.reshape(2, -1, part.shape[1])[i] for part in parts])))
         for i, shard in enumerate(shards)]

@@ -170,6 +170,7 @@ def test_tensor_parallel_over_two_devices_needs_only_all_reduces(projects):
     assert result["qkv_shards_hold_their_rows"] == [True, True]  # each device: its own q, k and v rows, adjacent
     assert result["o_proj_sharding"] == [None, "tp"]  # row-parallel: input columns
     assert result["head_sharding"] == ["tp", None]  # the output head by vocabulary rows; greedy needs all-reduces only
+    assert not result["tied_head_split"] and result["tied_greedy"] == result["tied_torch_greedy"]  # tied to the embedding: whole
     assert result["cache_sharding"] == [None, None, "tp", None]  # over KV heads
 
 
