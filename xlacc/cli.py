@@ -395,7 +395,7 @@ def main() -> None:
     try:
         code = run(sys.argv[1:])
     except BrokenPipeError:  # the reader left (`xlacc ... | head`): stop quietly, as typer does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
         code = EXIT_PROBLEM
     _drop_what_stdout_cannot_take()
     if sys.flags.inspect:  # PYTHONINSPECT set: Python would open a prompt after the exit, and read EOF as exit 1
@@ -405,6 +405,13 @@ def main() -> None:
     sys.exit(code)
 
 
+def _stdout_to_devnull() -> None:
+    """stdout's file descriptor from here on writes to /dev/null (what Python still holds for it too)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def _drop_what_stdout_cannot_take() -> None:
     """Output still buffered for a stdout that refuses it (a full disk, already reported on stderr)
     is dropped, so Python's own flush at exit has nothing left to fail on (it would print a
@@ -412,7 +419,7 @@ def _drop_what_stdout_cannot_take() -> None:
     try:
         sys.stdout.flush()
     except OSError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
 
 
 def _usable_terminal() -> None:
@@ -531,5 +538,5 @@ def _failed(message: str, code: int, argv: list[str]) -> int:
             sys.stdout.write(json.dumps({"exit_code": code, "error": message.strip()}) + "\n")
             sys.stdout.flush()
         except OSError:  # stdout itself failed (a full disk, /dev/full): the line on stderr stands
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _stdout_to_devnull()
     return code
