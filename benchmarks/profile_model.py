@@ -128,12 +128,13 @@ def breakdown(kernels: list, steps: int, top: int) -> dict:
             table[key][0] += duration
             table[key][1] += 1
     span = max(s + d for _, s, d in kernels) - min(s for _, s, _ in kernels)
+    busy = busy_ns(kernels)
     per_step = {kind: {"us": round(ns / steps / 1e3, 1), "count": round(n / steps, 1)} for kind, (ns, n) in
                 sorted(by_kind.items(), key=lambda kv: -kv[1][0])}
     busiest = [{"kernel": name[:90], "kind": kind_of(name), "us_per_step": round(ns / steps / 1e3, 1), "per_step": round(n / steps, 1),
                 "us_each": round(ns / n / 1e3, 2)} for name, (ns, n) in sorted(by_name.items(), key=lambda kv: -kv[1][0])[:top]]
-    return {"span_us_per_step": round(span / steps / 1e3, 1), "busy_us_per_step": round(busy_ns(kernels) / steps / 1e3, 1),
-            "idle_us_per_step": round((span - busy_ns(kernels)) / steps / 1e3, 1), "kernels_per_step": round(len(kernels) / steps, 1),
+    return {"span_us_per_step": round(span / steps / 1e3, 1), "busy_us_per_step": round(busy / steps / 1e3, 1),
+            "idle_us_per_step": round((span - busy) / steps / 1e3, 1), "kernels_per_step": round(len(kernels) / steps, 1),
             "by_kind": per_step, "busiest": busiest, "idle_before": idle_before(kernels, steps), "longest_gaps": longest_gaps(kernels, top)}
 
 
