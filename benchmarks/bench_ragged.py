@@ -128,6 +128,12 @@ def cudnn_paged(query, key_cache, value_cache, q_lens, kv_lens, tables, *, scale
     return paged_attention(query, key_cache, value_cache, q_lens, kv_lens, page_table, page_table, scale=scale, mask_type=mask)
 
 
+def xlacc_call(xlacc_op, query, arrays: dict):
+    """The ragged op on a query and a point's arrays (operands()), at the grid's scale."""
+    return xlacc_op(query, arrays["key_cache"], arrays["value_cache"], arrays["cu_q_lens"], arrays["kv_lens"], arrays["tables"],
+                    arrays["num_seqs"], scale=1.0 / math.sqrt(HEAD))
+
+
 def contenders(point: Point, ops: dict, xlacc_op, decode_op, pallas_op, reference, sms: int) -> dict:
     """label -> (step(query, arrays) -> next query, arrays): each contender as a chainable step. The
     caches and tables go into the jitted chain as arguments: closed over, jax would compile them in
@@ -139,10 +145,7 @@ def contenders(point: Point, ops: dict, xlacc_op, decode_op, pallas_op, referenc
     seqs = len(point.q_lens)
     paged = {name: ops[name] for name in ("key_cache", "value_cache", "cu_q_lens", "q_lens", "kv_lens", "tables", "num_seqs")}
 
-    def xlacc(q, a):
-        return xlacc_op(q, a["key_cache"], a["value_cache"], a["cu_q_lens"], a["kv_lens"], a["tables"], a["num_seqs"], scale=scale)
-
-    found = {"xlacc": (xlacc, paged)}
+    found = {"xlacc": (functools.partial(xlacc_call, xlacc_op), paged)}
     if point.kind == "part":
         return found
     if point.kind == "decode":
