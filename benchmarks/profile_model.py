@@ -11,7 +11,8 @@ defaults): the decode step's time on the host's clock (--calls calls queued back
 generate() runs them, and the host's time to queue one), then two traced calls: per step, the GPU
 time of device 0's kernels by kind (GEMM, all-reduce, the attention op, the KV write, XLA's
 fusions, copies) and of its busiest kernels, the time no kernel ran on that device ("idle"), what
-each idle stretch waited for and what the host ran during the longest. Every run is one table on
+each idle stretch waited for and what the host ran during the longest; and what the compiled
+decode call holds (its all-reduces and all-gathers, and any copy of a layer's whole cache). Every run is one table on
 stdout (and one JSON line in --out).
 """
 
@@ -185,9 +186,11 @@ def profile_run(args, model, prompts, tp: int, steps: int, options) -> dict:
             kernels, lines = device_kernels(data, 0), plane_lines(data, 0)
             host = host_events_in_gaps(data, kernels, args.top)
         engine.finish(run)
+        program = decode_program(engine, args.batch)
     finally:
         engine.cache.layers = None
-    record = {"event": "profile", "devices": tp, "batch": args.batch, "steps_per_call": steps, "xla_options": engine.compiler_options, "compile_s": round(compile_s, 1),
+    record = {"event": "profile", "devices": tp, "batch": args.batch, "steps_per_call": steps,
+              "xla_options": engine.compiler_options, "compile_s": round(compile_s, 1), "decode_program": program,
               "ms_per_step": round(decode_s / (args.calls * steps) * 1e3, 3),
               "host_ms_per_call": round(sum(dispatch) / len(dispatch) * 1e3, 3), "host_during_longest_gap": host, "device_kind": jax.devices()[0].device_kind}
     if kernels:
@@ -195,6 +198,17 @@ def profile_run(args, model, prompts, tp: int, steps: int, options) -> dict:
     else:
         record["error"] = f"the trace holds no kernels of /device:GPU:0 (its lines: {lines})"
     return record
+
+
+def decode_program(engine, batch: int) -> dict:
+    """What the compiled decode call holds: its collectives, and copies of a whole layer's cache
+    (there should be none: the cache is updated in place)."""
+    text = engine.compiled_decode_text(batch)
+    cache = engine.cache.layers[0][0]
+    local = ",".join(str(n) for n in cache.sharding.shard_shape(cache.shape))
+    ops = collections.Counter(re.findall(r"= \S+ ([a-z][\w-]*)\(", text))
+    return {"all-reduce": ops["all-reduce-start"] + ops["all-reduce"], "all-gather": ops["all-gather-start"] + ops["all-gather"],
+            "cache_copies": len(re.findall(rf"\[{local}\]\S* copy\(", text))}
 
 
 def render(record: dict) -> str:
@@ -205,6 +219,7 @@ def render(record: dict) -> str:
         lines.append(f"   {kind:<14} {cell['us']:>8} us  {cell['count']:>6} kernels")
     lines.append(f"   host: {record.get('host_ms_per_call')} ms to queue a call; during the longest gap: "
                  + "; ".join(f"{h['event']} {h['us']} us" for h in record.get("host_during_longest_gap", [])[:5]))
+    lines.append(f"   decode program: {record.get('decode_program')}")
     lines.append("   idle, by the kind of kernel it waited for (us a step): " + json.dumps(record.get("idle_before", {})))
     for gap in record.get("longest_gaps", [])[:6]:
         lines.append(f"   gap {gap['us']:>7} us  after {gap['after']}  before {gap['before']}")
