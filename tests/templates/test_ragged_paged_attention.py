@@ -200,10 +200,12 @@ PTX_TIMEOUT = 600
 
 
 @needs_nvcc
-def test_an_sm90a_build_runs_long_prefills_on_wgmma_with_a_producer_warpgroup(tmp_path):
+def test_an_sm90a_build_runs_prefills_on_wgmma_in_a_persistent_grid(tmp_path):
     """Built for sm_90a, the prefill kernel's products are wgmma, fed by a producer warpgroup through
-    mbarriers with the registers moved to the product warpgroups; warning-free like every template.
-    (The generic sm_90 build, mma.sync, is compiled in test_templates.py.)"""
+    mbarriers with the registers moved to the product warpgroups; its CTAs take items from a counter
+    (an atomic add), the producer warpgroup searching each item's sequence on its own barrier;
+    warning-free like every template. (The generic sm_90 build, mma.sync, is compiled in
+    test_templates.py.)"""
     spec = _render(tmp_path, NAME, "ragged-paged-attention", "cuda", ["jax"])
     ptx = tmp_path / "ragged.ptx"
     include = [f"-I{XLACC_INCLUDE}", f"-I{spec.root}", "-isystem", str(jax.ffi.include_dir())]
@@ -211,7 +213,8 @@ def test_an_sm90a_build_runs_long_prefills_on_wgmma_with_a_producer_warpgroup(tm
     result = subprocess.run([*command, str(spec.root / spec.entry_file)], capture_output=True, text=True, timeout=PTX_TIMEOUT)
     assert result.returncode == 0, result.stderr[-3000:]
     text = ptx.read_text()
-    for instruction in ("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "cp.async.mbarrier.arrive.noinc", "setmaxnreg.inc", "setmaxnreg.dec"):
+    for instruction in ("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "cp.async.mbarrier.arrive.noinc", "setmaxnreg.inc", "setmaxnreg.dec",
+                        "atom.global.add.u32", "bar.red.popc.u32"):
         assert instruction in text, instruction
 
 
