@@ -358,3 +358,17 @@ def test_cuda_window_cap_and_groups_match_float64(cuda_op, dtype, sliding_window
         operands, attrs = reference.make_inputs(np.random.default_rng(7), dtype, q_lens, kv_lens, num_heads=heads[0], num_kv_heads=heads[1],
                                                 head_size=128, padding_seqs=1, padding_tokens=2, sliding_window=sliding_window, soft_cap=soft_cap)  # fmt: skip
         _check(op, reference, operands, attrs, device)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("scale_factor", [16.0, -1.0])
+def test_cuda_sharp_and_negative_scales_match_float64(cuda_op, dtype, scale_factor):
+    """Scores of a wide range (a row's maximum moves by far more between tiles than the kernels let a
+    base lag) and a negative scale (the largest scaled score is the smallest raw one)."""
+    reference, op, device = cuda_op
+    for case, (q_lens, kv_lens) in {**reference.CASES, **EXTRA}.items():
+        operands, attrs = reference.make_inputs(np.random.default_rng(11), dtype, q_lens, kv_lens, num_heads=8, num_kv_heads=2,
+                                                head_size=128, padding_seqs=1, padding_tokens=2)  # fmt: skip
+        attrs["scale"] *= scale_factor
+        _check(op, reference, operands, attrs, device)
