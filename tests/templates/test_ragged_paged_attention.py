@@ -203,9 +203,9 @@ PTX_TIMEOUT = 600
 def test_an_sm90a_build_runs_prefills_on_wgmma_in_a_persistent_grid(tmp_path):
     """Built for sm_90a, the prefill kernel's products are wgmma, fed by a producer warpgroup through
     mbarriers with the registers moved to the product warpgroups; its CTAs take items from a counter
-    (an atomic add), the producer warpgroup searching each item's sequence on its own barrier;
-    warning-free like every template. (The generic sm_90 build, mma.sync, is compiled in
-    test_templates.py.)"""
+    (an atomic add), the producer warpgroup searching each item's sequence on its own barrier; an
+    item's rows go out through shared memory (stmatrix) in 16-byte stores; warning-free like every
+    template. (The generic sm_90 build, mma.sync, is compiled in test_templates.py.)"""
     spec = _render(tmp_path, NAME, "ragged-paged-attention", "cuda", ["jax"])
     ptx = tmp_path / "ragged.ptx"
     include = [f"-I{XLACC_INCLUDE}", f"-I{spec.root}", "-isystem", str(jax.ffi.include_dir())]
@@ -214,7 +214,7 @@ def test_an_sm90a_build_runs_prefills_on_wgmma_in_a_persistent_grid(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     text = ptx.read_text()
     for instruction in ("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "cp.async.mbarrier.arrive.noinc", "setmaxnreg.inc", "setmaxnreg.dec",
-                        "atom.global.add.u32", "bar.red.popc.u32"):
+                        "atom.global.add.u32", "bar.red.popc.u32", "stmatrix.sync.aligned.m8n8.x4.shared.b16", "st.global.v4.b32"):
         assert instruction in text, instruction
 
 
