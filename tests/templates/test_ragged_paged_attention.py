@@ -331,7 +331,14 @@ def cuda_op(tmp_path_factory):
     return reference, op, device
 
 
-EXTRA = {"long_decode": ([1, 1], [5000, 70]), "long_chunk": ([300, 1], [3000, 1]), "one_long": ([1], [9000])}
+# Beyond reference.CASES: contexts long enough to split, and a decode-shaped call (too few tokens
+# beyond one a sequence for the prefill kernel) with a sequence longer than a query tile.
+EXTRA = {
+    "long_decode": ([1, 1], [5000, 70]),
+    "long_chunk": ([300, 1], [3000, 1]),
+    "one_long": ([1], [9000]),
+    "decode_with_a_chunk": ([1, 20, 1, 0], [300, 40, 20, 5]),
+}
 
 
 @pytest.mark.gpu
