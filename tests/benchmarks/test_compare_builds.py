@@ -1,0 +1,77 @@
+"""benchmarks/compare_builds.py: the order builds take turns in, and the table it draws from the
+records of bench_ragged.py processes (no GPU: the records are written here)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+compare_builds = pytest.importorskip("compare_builds")
+
+
+def record(points: dict[str, dict[str, float]]) -> dict:
+    """A bench_ragged.py record: label -> {contender: us a call}."""
+    return {"rows": [{"label": label, "us": us} for label, us in points.items()]}
+
+
+def test_every_build_runs_first_as_often_as_last():
+    order = compare_builds.turns(["a", "b", "c"], rounds=2)
+    assert [name for name, _, _ in order] == ["a", "b", "c", "c", "b", "a"] * 2
+    assert [(r, t) for _, r, t in order][:3] == [(1, 1), (1, 2), (1, 3)]
+    positions = {name: sum(t for n, _, t in order if n == name) for name in "abc"}
+    assert len(set(positions.values())) == 1
+
+
+@pytest.mark.parametrize("text", ["a", "=dir", "a=", "../x=dir", "a b=dir"])
+def test_a_build_is_a_plain_name_and_a_folder(text):
+    with pytest.raises(Exception, match="NAME=FOLDER"):
+        compare_builds.parse_build(text)
+
+
+def test_means_ratios_and_peers_come_from_the_same_processes():
+    records = [
+        ("main", record({"decode 64 x 2048": {"xlacc": 100.0, "cudnn": 101.0, "decode": 98.0}, "mixed": {"xlacc": 300.0}})),
+        ("new", record({"decode 64 x 2048": {"xlacc": 96.0, "cudnn": 100.8, "decode": 97.0}, "mixed": {"xlacc": 303.0}})),
+        ("new", record({"decode 64 x 2048": {"xlacc": 98.0, "cudnn": 98.0, "decode": 96.0}, "mixed": {"xlacc": 297.0}})),
+        ("main", record({"decode 64 x 2048": {"xlacc": 102.0, "cudnn": 102.0, "decode": 99.0}, "refused": {}})),
+    ]
+    rows = {(row["label"], row["build"]): row for row in compare_builds.summarize(records)}
+    assert rows[("decode 64 x 2048", "main")]["us"] == pytest.approx(101.0)
+    assert rows[("decode 64 x 2048", "new")]["vs_first"] == pytest.approx(97.0 / 101.0)
+    assert rows[("decode 64 x 2048", "new")]["vs_peers"]["cudnn"] == pytest.approx((1.0, 1.05))
+    assert rows[("mixed", "main")]["processes"] == 1  # a row without the op's time counts for nothing
+    assert rows[("mixed", "new")]["vs_peers"] == {}
+    table = compare_builds.table(compare_builds.summarize(records))
+    assert "| decode 64 x 2048 | new | 97.0 (2) | 0.960 | 1.00-1.05x | 0.98-1.01x |" in table
+
+
+def test_records_are_read_in_running_order_and_strays_are_left_alone(tmp_path):
+    (tmp_path / "new_r1_t2.json").write_text(json.dumps(record({"p": {"xlacc": 2.0}})))
+    (tmp_path / "main_r1_t1.json").write_text(json.dumps(record({"p": {"xlacc": 1.0}})))
+    (tmp_path / "main_r2_t1.json").write_text("{ cut off")
+    (tmp_path / "notes.json").write_text("{}")
+    assert [name for name, _ in compare_builds.load_records(tmp_path)] == ["main", "new"]
+
+
+def test_summarize_prints_the_table_and_refuses_an_empty_folder(tmp_path, capsys):
+    (tmp_path / "main_r1_t1.json").write_text(json.dumps(record({"p": {"xlacc": 2.0, "cudnn": 2.2}})))
+    assert compare_builds.main(["--summarize", str(tmp_path)]) == 0
+    assert "| p | main | 2.0 (1) | 1.000 | 1.10x | - |" in capsys.readouterr().out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SystemExit) as stopped:
+        compare_builds.main(["--summarize", str(empty)])
+    assert stopped.value.code == 2
+    assert "holds no NAME_rROUND_tTURN.json records" in capsys.readouterr().err
+
+
+def test_builds_must_be_built_folders_before_anything_runs(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        compare_builds.main(["--build", f"a={tmp_path}", "--build", f"b={tmp_path}", "--out", str(tmp_path / "out")])
+    assert stopped.value.code == 2
+    assert "no ragged/ inside" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
