@@ -8,16 +8,19 @@ cuDNN's paged attention and to the decode template measured in the same processe
 comparison when the card drifts). Each process keeps its own record: NAME_rROUND_tTURN.json.
 
     python3 benchmarks/compare_builds.py --build main=BUILD_A --build new=BUILD_B --out DIR \\
-        --rounds 2 --only "decode,mixed" [--skip jnp,pallas,cudnn_sdpa]
+        --rounds 2 --only "decode,mixed" [--skip jnp,pallas,cudnn_sdpa] [--tests "cuda and bf16"]
     python3 benchmarks/compare_builds.py --summarize DIR     # the table again from DIR's records
 
 A BUILD is a `bench_ragged.py --build-only --workdir BUILD` folder, built from the tree to compare.
+With --tests, each build first runs the ragged op's GPU tests selected by that -k expression on its
+own library (NAME_tests.txt), and a build that fails them is not timed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -25,6 +28,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent / "bench_ragged.py"
+GPU_TESTS = Path(__file__).resolve().parents[1] / "tests" / "templates" / "test_ragged_paged_attention.py"
 RECORD = re.compile(r"^(?P<name>.+)_r(?P<round>\d+)_t(?P<turn>\d+)\.json$")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a record's file name begins with it
 PEERS = ("cudnn", "decode")
@@ -50,6 +54,25 @@ def run_turn(name: str, folder: Path, record: Path, only: str, skip: str) -> int
         command += ["--only", only]
     with record.with_suffix(".log").open("w") as log:
         return subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+
+
+def gpu_test_command(expression: str) -> list[str]:
+    """The ragged op's GPU tests that `expression` selects (run with RAGGED_PREBUILT set to a build's project)."""
+    return [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", str(GPU_TESTS), "-k", expression]
+
+
+def passing_builds(folders: dict[str, Path], expression: str, out: Path, run=subprocess.run) -> dict[str, Path]:
+    """The builds whose GPU tests pass, each build's output in NAME_tests.txt."""
+    passed = {}
+    for name, folder in folders.items():
+        report = out / f"{name}_tests.txt"
+        with report.open("w") as log:
+            code = run(gpu_test_command(expression), stdout=log, stderr=subprocess.STDOUT, check=False, env={**os.environ, "RAGGED_PREBUILT": str(folder / "ragged")}).returncode
+        lines = report.read_text().strip().splitlines()
+        print(f"tests of {name}: {lines[-1] if lines else 'no output'}" + ("" if code == 0 else f" (exit {code}: not timed)"), flush=True)
+        if code == 0:
+            passed[name] = folder
+    return passed
 
 
 def load_records(folder: Path) -> list[tuple[str, dict]]:
@@ -113,6 +136,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", default="", help="bench_ragged.py's --only")
     parser.add_argument("--skip", default="jnp,pallas,cudnn_sdpa", help="bench_ragged.py's --skip")
+    parser.add_argument("--tests", metavar="EXPR", help="first run the GPU tests this -k expression selects on each build; time only those that pass")
     parser.add_argument("--summarize", type=Path, metavar="DIR", help="print the table of DIR's records and run nothing")
     args = parser.parse_args(argv)
     if args.summarize:
@@ -132,6 +156,11 @@ def main(argv=None) -> int:
     if missing:
         parser.error(f"not a bench_ragged.py --build-only folder (no ragged/ inside): {', '.join(missing)}")
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.tests:
+        folders = passing_builds(folders, args.tests, args.out)
+        if len(folders) < 2:
+            print("fewer than two builds passed their tests: nothing timed", file=sys.stderr)
+            return 1
     for name, r, t in turns(list(folders), args.rounds):
         record = args.out / f"{name}_r{r}_t{t}.json"
         code = run_turn(name, folders[name], record, args.only, args.skip)

@@ -75,3 +75,25 @@ def test_builds_must_be_built_folders_before_anything_runs(tmp_path, capsys):
     assert stopped.value.code == 2
     assert "no ragged/ inside" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_build_that_fails_its_gpu_tests_is_not_timed(tmp_path, capsys):
+    """Each build's tests run on its own library; the output of each lands beside the records."""
+    seen = []
+
+    def run(command, stdout, env, **_):
+        seen.append((command, env["RAGGED_PREBUILT"]))
+        failing = "broken" in env["RAGGED_PREBUILT"]
+        stdout.write("1 failed, 6 passed\n" if failing else "7 passed\n")
+
+        class Done:
+            returncode = 1 if failing else 0
+
+        return Done()
+
+    folders = {"main": tmp_path / "main", "new": tmp_path / "broken"}
+    assert compare_builds.passing_builds(folders, "cuda and bf16", tmp_path, run=run) == {"main": tmp_path / "main"}
+    assert [prebuilt for _, prebuilt in seen] == [str(tmp_path / "main" / "ragged"), str(tmp_path / "broken" / "ragged")]
+    assert seen[0][0][-2:] == ["-k", "cuda and bf16"] and "-m" in seen[0][0]
+    assert (tmp_path / "new_tests.txt").read_text() == "1 failed, 6 passed\n"
+    assert "tests of new: 1 failed, 6 passed (exit 1: not timed)" in capsys.readouterr().out
