@@ -102,9 +102,9 @@ def summarize(records: list[tuple[str, dict]]) -> list[dict]:
             if "xlacc" not in us:
                 continue
             times.setdefault(row["label"], {}).setdefault(name, []).append(us["xlacc"])
-            for peer in PEERS:
-                if peer in us:
-                    peers.setdefault(row["label"], {}).setdefault(name, {}).setdefault(peer, []).append(us[peer] / us["xlacc"])
+            for peer, ratio in row.get("xlacc_vs", {}).items():  # bench_ragged.py's: the peer's time over the op's
+                if peer in PEERS:
+                    peers.setdefault(row["label"], {}).setdefault(name, {}).setdefault(peer, []).append(ratio)
     rows = []
     for label, by_build in times.items():
         first = next((statistics.mean(by_build[b]) for b in builds if b in by_build), None)
