@@ -134,6 +134,11 @@ def xlacc_call(xlacc_op, query, arrays: dict):
                     arrays["num_seqs"], scale=1.0 / math.sqrt(HEAD))
 
 
+def decode_call(decode_op, query, arrays: dict):
+    """The decode template's op on a decode point's query and arrays (operands())."""
+    return decode_op(query, arrays["key_cache"], arrays["value_cache"], arrays["tables"], arrays["kv_lens"], scale=1.0 / math.sqrt(HEAD))
+
+
 def contenders(point: Point, ops: dict, xlacc_op, decode_op, pallas_op, reference, sms: int) -> dict:
     """label -> (step(query, arrays) -> next query, arrays): each contender as a chainable step. The
     caches and tables go into the jitted chain as arguments: closed over, jax would compile them in
@@ -149,7 +154,7 @@ def contenders(point: Point, ops: dict, xlacc_op, decode_op, pallas_op, referenc
     if point.kind == "part":
         return found
     if point.kind == "decode":
-        found["decode"] = (lambda q, a: decode_op(q, a["key_cache"], a["value_cache"], a["tables"], a["kv_lens"], scale=scale), paged)
+        found["decode"] = (functools.partial(decode_call, decode_op), paged)
     if point.kind == "decode" and pallas_op is not None:  # None: skipped, so its page layout is not built
         to_pages = jax.jit(lambda c: c.transpose(2, 0, 1, 3))
         pages = {"k": to_pages(ops["key_cache"]), "v": to_pages(ops["value_cache"]), "tables": ops["tables"], "kv_lens": ops["kv_lens"]}

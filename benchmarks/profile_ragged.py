@@ -7,7 +7,9 @@ repository root, with DIR a build made by `bench_ragged.py --build-only` (or run
         --section SpeedOfLight --section WarpStateStats --export OUT \\
         python3 benchmarks/profile_ragged.py "prefill 8 x 2048"
 
-Each point is compiled and run twice first, so the profiled call is the third.
+Each point is compiled and run twice first, so the profiled call is the third. With
+--decode-template first, the decode template's call (DIR's decode project) at decode points instead:
+the same kernels' counters side by side.
 """
 
 from __future__ import annotations
@@ -24,24 +26,28 @@ import bench_paged_attention as base
 import bench_ragged
 
 
-def main(labels: list[str]) -> int:
+def main(args: list[str]) -> int:
     import jax
 
+    template = bool(args) and args[0] == "--decode-template"
+    labels = args[1:] if template else args
     points = {point.label: point for point in bench_ragged.grid()}
-    unknown = [label for label in labels if label not in points]
+    unknown = [label for label in labels if label not in points or (template and points[label].kind != "decode")]
+    project = bench_ragged.DECODE if template else bench_ragged.NAME
     prebuilt = Path(os.environ.get("PRE", ""))
     if unknown or not labels:
-        wrong = f"no grid point {unknown[0]!r}" if unknown else "name one or more grid points"
+        wrong = f"no {'decode ' if template else ''}grid point {unknown[0]!r}" if unknown else "name one or more grid points"
         print(f"profile_ragged: {wrong}; the points: {', '.join(points)}", file=sys.stderr)
         return 2
-    if not (prebuilt / bench_ragged.NAME).is_dir():
-        print(f"profile_ragged: PRE={prebuilt} holds no built {bench_ragged.NAME} project (bench_ragged.py --build-only)", file=sys.stderr)
+    if not (prebuilt / project).is_dir():
+        print(f"profile_ragged: PRE={prebuilt} holds no built {project} project (bench_ragged.py --build-only)", file=sys.stderr)
         return 2
-    module = base.load_module(prebuilt / bench_ragged.NAME, "jax", name=bench_ragged.NAME)
+    module = base.load_module(prebuilt / project, "jax", name=project)
     module.register()
-    op = getattr(module, bench_ragged.NAME)
+    op = getattr(module, project)
     cuda = ctypes.CDLL("libcuda.so.1")
-    call = jax.jit(functools.partial(bench_ragged.xlacc_call, op))  # the arrays as arguments, not constants compiled in
+    # The arrays as arguments, not constants compiled in.
+    call = jax.jit(functools.partial(bench_ragged.decode_call, op) if template else functools.partial(bench_ragged.xlacc_call, op))
     for label in labels:
         data = bench_ragged.operands(points[label])
         for _ in range(2):
