@@ -27,12 +27,10 @@ import bench_ragged
 
 
 def main(args: list[str]) -> int:
-    import jax
-
     template = bool(args) and args[0] == "--decode-template"
     labels = args[1:] if template else args
-    points = {point.label: point for point in bench_ragged.grid()}
-    unknown = [label for label in labels if label not in points or (template and points[label].kind != "decode")]
+    points = {point.label: point for point in bench_ragged.grid() if point.kind == "decode" or not template}
+    unknown = [label for label in labels if label not in points]
     project = bench_ragged.DECODE if template else bench_ragged.NAME
     prebuilt = Path(os.environ.get("PRE", ""))
     if unknown or not labels:
@@ -42,6 +40,8 @@ def main(args: list[str]) -> int:
     if not (prebuilt / project).is_dir():
         print(f"profile_ragged: PRE={prebuilt} holds no built {project} project (bench_ragged.py --build-only)", file=sys.stderr)
         return 2
+    import jax
+
     module = base.load_module(prebuilt / project, "jax", name=project)
     module.register()
     op = getattr(module, project)
