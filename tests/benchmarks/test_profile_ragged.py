@@ -29,9 +29,9 @@ def test_the_decode_template_is_offered_only_the_decode_points(capsys):
     assert listed and all(label.startswith("decode ") for label in listed)
 
 
-@pytest.mark.parametrize(("args", "project"), [(["decode 8 x 8192"], "ragged"), (["--decode-template", "decode 8 x 8192"], "decode")])
-def test_a_build_without_the_project_is_refused(args, project, tmp_path, monkeypatch, capsys):
-    (tmp_path / "ragged").mkdir()  # the ragged project alone: the decode template's is missing
-    monkeypatch.setenv("PRE", str(tmp_path / "empty") if project == "ragged" else str(tmp_path))
+@pytest.mark.parametrize(("args", "missing"), [(["decode 8 x 8192"], "ragged"), (["--decode-template", "decode 8 x 8192"], "decode")])
+def test_a_build_without_the_project_is_refused(args, missing, tmp_path, monkeypatch, capsys):
+    (tmp_path / {"ragged": "decode", "decode": "ragged"}[missing]).mkdir()  # the build holds the other project alone
+    monkeypatch.setenv("PRE", str(tmp_path))
     assert profile_ragged.main(args) == 2
-    assert f"holds no built {project} project" in capsys.readouterr().err
+    assert f"holds no built {missing} project" in capsys.readouterr().err
