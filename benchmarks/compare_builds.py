@@ -11,7 +11,8 @@ comparison when the card drifts). Each process keeps its own record: NAME_rROUND
         --rounds 2 --only "decode,mixed" [--skip jnp,pallas,cudnn_sdpa] [--tests "cuda and bf16"]
     python3 benchmarks/compare_builds.py --summarize DIR     # the table again from DIR's records
 
-A BUILD is a `bench_ragged.py --build-only --workdir BUILD` folder, built from the tree to compare.
+A BUILD is a `bench_ragged.py --build-only --workdir BUILD` folder, built from the tree to compare;
+two builds of the same kernel.cu are refused.
 With --tests, each build first runs the ragged op's GPU tests selected by that -k expression on its
 own library (NAME_tests.txt), and a build that fails them is not timed.
 """
@@ -73,6 +74,19 @@ def passing_builds(folders: dict[str, Path], expression: str, out: Path, run=sub
         if code == 0:
             passed[name] = folder
     return passed
+
+
+def same_kernels(folders: dict[str, Path]) -> tuple[str, str] | None:
+    """The first two builds whose rendered kernels are byte for byte the same: timing them against
+    each other would measure nothing."""
+    seen: dict[bytes, str] = {}
+    for name, folder in folders.items():
+        kernel = folder / "ragged" / "kernel.cu"
+        text = kernel.read_bytes() if kernel.is_file() else name.encode()  # no kernel: nothing to compare
+        if text in seen:
+            return seen[text], name
+        seen[text] = name
+    return None
 
 
 def load_records(folder: Path) -> list[tuple[str, dict]]:
@@ -155,6 +169,9 @@ def main(argv=None) -> int:
     missing = [str(folder) for folder in folders.values() if not (folder / "ragged").is_dir()]
     if missing:
         parser.error(f"not a bench_ragged.py --build-only folder (no ragged/ inside): {', '.join(missing)}")
+    alike = same_kernels(folders)
+    if alike:
+        parser.error(f"{alike[0]} and {alike[1]} hold the same ragged/kernel.cu (was each rendered from its own tree?)")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.tests:
         folders = passing_builds(folders, args.tests, args.out)

@@ -5,10 +5,10 @@
 #                                                            # and PREBUILT/generic for sm_90 (the mma.sync prefill body)
 #   bash benchmarks/run_ragged_on_gpu.sh final OUT PREBUILT  # on the GPU: the GPU tests of both builds, then the grid
 #   bash benchmarks/run_ragged_on_gpu.sh compare OUT BASE CANDIDATE [POINTS]
-#                                                            # on the GPU: two builds (each made by `build`) in turns on one
-#                                                            # machine, the op alone, two rounds each (POINTS: --only's texts,
-#                                                            # default "decode,prefill,mixed"); the ratio base / candidate per
-#                                                            # point (above 1: the candidate is faster); then the candidate's GPU tests
+#                                                            # on the GPU: two builds (each made by `build` from its own tree)
+#                                                            # in turns, two rounds (POINTS: --only's texts, default
+#                                                            # "decode,prefill,mixed"): each build's time, its ratio to the
+#                                                            # base's and to the peers in the same processes
 #
 # PYTHON: the interpreter (default python3); `build` needs one with jax (for its FFI headers).
 set -uo pipefail
@@ -38,34 +38,13 @@ case "$stage" in
       --budget 220 --out "$out/ragged_decode_peers.json" 2>&1 | grep -v -i "warning\|cuda_timer\|bfc_allocator\|from jax.experimental" | tee -a "$out/log"
     ;;
   compare)
+    # Each build's quick GPU tests, then both in turns (A B B A, two rounds), the op and its peers in
+    # every process: benchmarks/compare_builds.py (TESTS: its -k expression; SKIP: the contenders
+    # left out). Then the candidate's generic (sm_90) build's tests.
     out=$2 base=$3 candidate=$4 points=${5:-decode,prefill,mixed}
-    if cmp -s "$base/ragged/kernel.cu" "$candidate/ragged/kernel.cu"; then
-      echo "compare: $base and $candidate hold the same kernel.cu (was the candidate rendered from its own checkout?)" >&2
-      exit 2
-    fi
-    for round in 1 2; do
-      for side in base candidate; do
-        pre=$base; [ "$side" = candidate ] && pre=$candidate
-        timeout 150 "$py" benchmarks/bench_ragged.py --prebuilt --workdir "$pre" --skip jnp,pallas,decode,cudnn,cudnn_sdpa --only "$points" \
-          --rounds 3 --samples 3 --budget 130 --out "$out/${side}_$round.json" 2>&1 | grep "^\[" | sed "s/^/$side: /" | tee -a "$out/log"
-      done
-    done
-    "$py" - "$out" <<'PY' | tee -a "$out/log"
-import json, statistics, sys
-from pathlib import Path
-def times(side):
-    found = {}
-    for path in sorted(Path(sys.argv[1]).glob(f"{side}_*.json")):
-        for row in json.loads(path.read_text())["rows"]:
-            found.setdefault(row["label"], []).append(round(row["us"]["xlacc"], 1))
-    return found
-base, candidate = times("base"), times("candidate")
-for label in base:
-    if label in candidate:
-        b, c = statistics.median(base[label]), statistics.median(candidate[label])
-        print(f"{label}: base {b:.1f} us, candidate {c:.1f} us: {b / c:.3f}x (rounds {base[label]} / {candidate[label]})")
-PY
+    mkdir -p "$out"
+    "$py" benchmarks/compare_builds.py --build base="$base" --build candidate="$candidate" --out "$out" --rounds 2 --only "$points" \
+      --skip "${SKIP:-jnp,pallas,cudnn_sdpa}" --tests "${TESTS:-cuda and bf16 and every and 128}" 2>&1 | tee -a "$out/log"
     RAGGED_PREBUILT="$candidate/generic/ragged" timeout 100 "$py" -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py -k "every and bf16" 2>&1 | tail -1 | tee -a "$out/log"
-    RAGGED_PREBUILT="$candidate/ragged" timeout 240 "$py" -m pytest -q -m gpu -p no:cacheprovider tests/templates/test_ragged_paged_attention.py 2>&1 | tail -1 | tee -a "$out/log"
     ;;
 esac

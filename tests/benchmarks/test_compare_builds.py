@@ -82,6 +82,19 @@ def test_builds_must_be_built_folders_before_anything_runs(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_two_builds_of_the_same_kernel_are_refused_before_anything_runs(tmp_path, capsys):
+    for name, kernel in (("a", "one"), ("b", "two"), ("c", "one")):
+        (tmp_path / name / "ragged").mkdir(parents=True)
+        (tmp_path / name / "ragged" / "kernel.cu").write_text(kernel)
+    builds = [arg for name in "abc" for arg in ("--build", f"{name}={tmp_path / name}")]
+    with pytest.raises(SystemExit) as stopped:
+        compare_builds.main([*builds, "--out", str(tmp_path / "out")])
+    assert stopped.value.code == 2
+    assert "a and c hold the same ragged/kernel.cu" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert compare_builds.same_kernels({"a": tmp_path / "a", "b": tmp_path / "b"}) is None
+
+
 def test_a_build_that_fails_its_gpu_tests_is_not_timed(tmp_path, capsys):
     """Each build's tests run on its own library; the output of each lands beside the records."""
     seen = []
