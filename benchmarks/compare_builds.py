@@ -130,6 +130,25 @@ def summarize(records: list[tuple[str, dict]]) -> list[dict]:
     return rows
 
 
+def mixed_over_parts(records: list[tuple[str, dict]]) -> dict[str, tuple[float, float]]:
+    """Per build, the range over its processes of the mixed batch's two parts' time (two calls)
+    over the batch's in one call (above 1: one call is faster), where a record holds all three."""
+    found: dict[str, list[float]] = {}
+    for name, record in records:
+        ratio = record.get("mixed_vs_parts", {}).get("parts_over_mixed")
+        if ratio is not None:
+            found.setdefault(name, []).append(ratio)
+    return {name: (min(ratios), max(ratios)) for name, ratios in found.items()}
+
+
+def report(records: list[tuple[str, dict]]) -> str:
+    """The table, then each build's mixed batch against its parts."""
+    lines = [table(summarize(records))]
+    for name, (low, high) in mixed_over_parts(records).items():
+        lines.append(f"{name}: the mixed batch's parts as two calls took {ratio_range(low, high)} its time in one call")
+    return "\n".join(lines)
+
+
 def ratio_range(low: float, high: float) -> str:
     return f"{low:.2f}x" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f}x"
 
@@ -159,7 +178,7 @@ def main(argv=None) -> int:
         records = load_records(args.summarize)
         if not records:
             parser.error(f"--summarize: {args.summarize} holds no NAME_rROUND_tTURN.json records")
-        print(table(summarize(records)))
+        print(report(records))
         return 0
     if len(args.build) < 2 or args.out is None or args.rounds < 1:
         parser.error("give two --build NAME=FOLDER or more, --out DIR and --rounds of 1 or more (or --summarize DIR)")
@@ -183,7 +202,7 @@ def main(argv=None) -> int:
         code = run_turn(name, folders[name], record, args.only, args.skip)
         failed = "" if code == 0 else f" (exit {code}: see {record.with_suffix('.log')})"
         print(f"round {r} turn {t}: {name}{failed}", flush=True)
-    print(table(summarize(load_records(args.out))))
+    print(report(load_records(args.out)))
     return 0
 
 

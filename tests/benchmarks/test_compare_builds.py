@@ -54,6 +54,15 @@ def test_means_ratios_and_peers_come_from_the_same_processes():
     assert "| decode 64 x 2048 | new | 97.0 (2) | 0.960 | 1.00-1.05x | 0.98-1.01x |" in table
 
 
+def test_the_mixed_batch_against_its_parts_is_given_per_build():
+    records = [("main", {"rows": [], "mixed_vs_parts": {"parts_over_mixed": 0.98}}), ("new", {"rows": []}),
+               ("main", {"rows": [], "mixed_vs_parts": {"parts_over_mixed": 1.01}}), ("new", {"rows": [], "mixed_vs_parts": {"parts_over_mixed": 1.1}})]
+    assert compare_builds.mixed_over_parts(records) == {"main": (0.98, 1.01), "new": (1.1, 1.1)}
+    lines = compare_builds.report(records).splitlines()
+    assert lines[-2:] == ["main: the mixed batch's parts as two calls took 0.98-1.01x its time in one call",
+                          "new: the mixed batch's parts as two calls took 1.10x its time in one call"]
+
+
 def test_records_are_read_in_running_order_and_strays_are_left_alone(tmp_path):
     (tmp_path / "new_r1_t2.json").write_text(json.dumps(record({"p": {"xlacc": 2.0}})))
     (tmp_path / "main_r1_t1.json").write_text(json.dumps(record({"p": {"xlacc": 1.0}})))
