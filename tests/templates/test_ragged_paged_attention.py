@@ -125,7 +125,30 @@ def test_flops_and_bytes_count_the_causal_work(cpu_op):
     assert reference.flops(operands) == 4 * (4 + 5 + 4) * 4 * 64
     assert reference.flops(operands, sliding_window=2) == 4 * (2 + 2 + 2) * 4 * 64
     query = operands[0]
+    assert reference.flops(operands, [query]) == reference.flops(operands)  # as `xlacc bench` calls it: the outputs second
     assert reference.bytes_moved(operands, [query]) == 2 * (5 + 3 + 4) * 2 * 64 * 2 + 2 * query.nbytes
+
+
+@pytest.mark.parametrize(("shape", "new", "context"), [((3, 40), 1, 40), ((2, 48, 48), 48, 48), ((2, 80, 16), 16, 80)])
+def test_bench_shapes_are_uniform_batches_cudnn_can_take(cpu_op, shape, new, context):
+    from xlacc.commands.bench.attention_peers import uniform_batch
+
+    reference, _ = cpu_op
+    operands, attrs = reference.bench_inputs(shape, np.random.default_rng(0), "bf16")
+    query, key_cache, _, cu_q_lens, kv_lens, tables, num_seqs = operands
+    heads = reference.BENCH_HEADS
+    assert query.shape == (shape[0] * new, heads["num_heads"], heads["head_size"])
+    assert key_cache.shape[1:] == (heads["block_size"], heads["num_kv_heads"], heads["head_size"])
+    assert key_cache.shape[0] == tables.size == shape[0] * -(-context // heads["block_size"])  # exactly the blocks in use
+    assert uniform_batch(cu_q_lens, kv_lens, int(num_seqs[0])) == (new, context, shape[0])
+    assert attrs == {"scale": pytest.approx(128**-0.5), "sliding_window": 0, "soft_cap": 0.0}
+
+
+@pytest.mark.parametrize(("shape", "says"), [((4,), "SEQSxCONTEXT or SEQSxCONTEXTxNEW"), ((4, 8, 16), "16 new tokens do not fit a context of 8")])
+def test_a_bench_shape_the_op_cannot_take_says_why(cpu_op, shape, says):
+    reference, _ = cpu_op
+    with pytest.raises(ValueError, match=says):
+        reference.bench_inputs(shape, np.random.default_rng(0))
 
 
 # -- CPU: the twin against float64 ------------------------------------------------------------------

@@ -86,6 +86,22 @@ def test_gpu_peers_are_marked_not_run_on_the_cpu(tmp_path):
     assert "not run: cuDNN runs on NVIDIA GPUs only" in done.stdout
 
 
+@pytest.mark.slow
+def test_a_ragged_project_takes_a_shape_and_names_its_gpu_peer(tmp_path):
+    project = new_project(tmp_path, "ragged_ffi", template="ragged-paged-attention")
+    done = bench(project, "--shape", "2x64x16", "--dtype", "bf16", "--rounds", "1", "--samples", "1", "--json", str(tmp_path / "r.json"))
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    problem = json.loads((tmp_path / "r.json").read_text())["problems"][0]
+    # Two sequences of 64 tokens, the last 16 new: positions 48..63 see 49..64 of them.
+    assert problem["label"] == "seqs=2 context=64 new=16 bf16" and problem["flops"] == 4 * 2 * sum(range(49, 65)) * 32 * 128
+    assert {r["name"] for r in problem["rows"]} == {"ragged_ffi", "xla"}
+    assert {u["name"]: u["reason"] for u in problem["unavailable"]} == {"cudnn paged": "cuDNN runs on NVIDIA GPUs only (this run is on XLA:CPU)"}
+    done = bench(project, "--dtype", "bf16", "--rounds", "1", "--samples", "1", "--json", str(tmp_path / "d.json"))  # its BENCH_SHAPES
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    labels = [p["label"] for p in json.loads((tmp_path / "d.json").read_text())["problems"]]
+    assert labels == ["seqs=2 context=64 new=1 bf16", "seqs=2 context=64 new=64 bf16"]
+
+
 @pytest.mark.parametrize("flags, says", [
     (["--shape", "64x"], "--shape takes dims joined by x"),
     (["--shape", "0x5"], "--shape takes dims joined by x"),

@@ -1,6 +1,6 @@
 """`xlacc bench` on a GPU: the op's calls chained in one jit (as many custom calls in the compiled
-chain as it is long), rates against the copy and the card's datasheet, and the paged-attention
-template's GPU peers timed beside it. Figures: benchmarks/RESULTS.md (benchmarks/run_bench_on_gpu.sh)."""
+chain as it is long), rates against the copy and the card's datasheet, and the attention
+templates' GPU peers timed beside them. Figures: benchmarks/RESULTS.md (benchmarks/run_bench_on_gpu.sh)."""
 
 from __future__ import annotations
 
@@ -37,3 +37,13 @@ def test_paged_attention_is_timed_beside_cudnn_and_pallas(tmp_path):
     assert {"paged_gpu", "xla", "pallas paged", "cudnn paged"} <= names, problem["unavailable"]
     assert all(r["max_abs_diff"] is None or r["max_abs_diff"] < 0.05 for r in problem["rows"])
     assert all(r["tflops"] > 0 for r in problem["rows"])
+
+
+def test_ragged_paged_attention_is_timed_beside_cudnn(tmp_path):
+    project = new_project(tmp_path, "ragged_gpu", template="ragged-paged-attention", platform="cuda", dtypes=("bf16",))
+    done = bench(project, "--shape", "8x2048", "--rounds", "2", "--samples", "2", "--json", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    problem = json.loads((tmp_path / "r.json").read_text())["problems"][0]
+    rows = {r["name"]: r for r in problem["rows"]}
+    assert {"ragged_gpu", "xla", "cudnn paged"} <= set(rows), problem["unavailable"]
+    assert rows["cudnn paged"]["max_abs_diff"] < 0.05  # a decode step: the same attention, token for token

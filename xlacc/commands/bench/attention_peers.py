@@ -1,11 +1,13 @@
-"""The paged-attention template's peers: cuDNN's paged attention, cuDNN's dense SDPA, and JAX's
-Pallas GPU paged attention, all reached through jax's private or experimental modules (named in
-the reference, section 8). Each is guarded: where its module, the GPU or the dtype is missing it
-raises PeerUnavailable with the reason, and the bench goes on without it.
+"""The attention templates' peers, all reached through jax's private or experimental modules
+(named in the reference, section 8): for the paged-attention template cuDNN's paged attention,
+cuDNN's dense SDPA and JAX's Pallas GPU paged attention, for the ragged one cuDNN's paged
+attention. Each is guarded: where its module, the GPU or the dtype is missing it raises
+PeerUnavailable with the reason, and the bench goes on without it.
 
-The template's operands are vLLM's: query [seqs, heads, head], key_cache and value_cache [blocks,
-block, kv_heads, head], block_tables [seqs, max_blocks] and seq_lens [seqs]. Each peer's prepare()
-rearranges them once into the layout the peer reads; only the peer's call is timed.
+The paged-attention template's operands are vLLM's: query [seqs, heads, head], key_cache and
+value_cache [blocks, block, kv_heads, head], block_tables [seqs, max_blocks] and seq_lens [seqs].
+Each peer's prepare() rearranges them once into the layout the peer reads; only the peer's call
+is timed.
 """
 
 from __future__ import annotations
@@ -115,6 +117,59 @@ class PallasPaged:
         return splits[max(0, filling - 1) : filling + 2]
 
 
+class CudnnRagged:
+    """cuDNN's paged attention on the ragged-paged-attention template's operands (query [tokens,
+    heads, head], cu_q_lens, kv_lens, block_tables, num_seqs). A call takes one query length and
+    one mask for every sequence, so it serves uniform batches (`xlacc bench --shape
+    SEQSxCONTEXT[xNEW]`): PADDING for a decode step, PADDING_CAUSAL for prefill from an empty
+    cache, PADDING for a chunk onto a cached context (cuDNN aligns its causal mask top-left, so a
+    chunk sees its whole context: a little more work than causal, and another result)."""
+
+    label = "cudnn paged"
+
+    def prepare(self, operands: list[Any], attrs: dict[str, Any], device: Any) -> PeerCall:
+        import jax.numpy as jnp  # lazy: jax only in the bench child
+        import numpy as np
+
+        _needs_gpu(device, "cuDNN")
+        query, key_cache, value_cache, cu_q_lens, kv_lens, tables, num_seqs = operands
+        _needs_16_bit(query, "cuDNN attention")
+        if attrs.get("sliding_window") or attrs.get("soft_cap"):
+            raise PeerUnavailable("cuDNN's paged attention has no sliding window or soft-cap")
+        new, context, seqs = uniform_batch(np.asarray(cu_q_lens), np.asarray(kv_lens), int(np.asarray(num_seqs).reshape(-1)[0]))
+        try:
+            from jax._src.cudnn.fused_attention_stablehlo import MaskType, paged_attention  # lazy: a private module, guarded
+        except ImportError as exc:
+            raise PeerUnavailable(f"this jax has no cuDNN paged attention ({exc})") from None
+        keys, values, max_blocks = _dense_pool(key_cache, value_cache, tables[:seqs])
+        page_table = jnp.arange(seqs * max_blocks, dtype=jnp.int32).reshape(seqs, 1, max_blocks, 1)
+        chunk = 1 < new < context
+        mask = MaskType.PADDING_CAUSAL if new == context and new > 1 else MaskType.PADDING
+
+        def call(q, k, v, q_lens, kv_lens, table):
+            return paged_attention(q, k, v, q_lens, kv_lens, table, table, scale=attrs["scale"], mask_type=mask)
+
+        shaped = query[: seqs * new].reshape(seqs, new, *query.shape[1:])
+        lens = [jnp.full((seqs,), n, jnp.int32) for n in (new, context)]
+        note = "pool copied to seqs x blocks_per_seq blocks" + ("; the chunk sees its whole context (cuDNN's causal mask is top-left)" if chunk else "")
+        return PeerCall(self.label, call, [shaped, keys, values, *lens, page_table], note)
+
+
+def uniform_batch(cu_q_lens: Any, kv_lens: Any, num_seqs: int) -> tuple[int, int, int]:
+    """(new tokens, context, sequences) of a batch whose sequences in use all share them, packed
+    from the first query row; else PeerUnavailable saying why cuDNN cannot take it."""
+    seqs = max(0, min(num_seqs, len(kv_lens)))
+    if seqs == 0:
+        raise PeerUnavailable("no sequence in use")
+    new = {int(n) for n in cu_q_lens[1 : seqs + 1] - cu_q_lens[:seqs]}
+    contexts = {int(n) for n in kv_lens[:seqs]}
+    if int(cu_q_lens[0]) != 0 or len(new) != 1 or len(contexts) != 1 or min(new) < 1 or min(new) > min(contexts):
+        raise PeerUnavailable("cuDNN's paged attention takes one query length and one context a call; this batch is ragged "
+                              "(xlacc bench --shape SEQSxCONTEXT[xNEW] makes a uniform one)")  # fmt: skip
+    return min(new), min(contexts), seqs
+
+
 cudnn_paged = CudnnPaged()
+cudnn_ragged = CudnnRagged()
 cudnn_sdpa = CudnnSdpa()
 pallas_paged = PallasPaged()
