@@ -72,34 +72,35 @@ def test_a_cpu_run_writes_the_table_json_csv_and_chart(add_project, tmp_path):
     assert curves == {"add_ffi", "xla", "plain_add", "roofline (copy rate)"}
 
 
+def problems(project: Path, json_path: Path, *flags: str) -> tuple[list[dict], str]:
+    """A quick bf16 bench of the project: its problems from the JSON, and what it printed."""
+    done = bench(project, *flags, "--dtype", "bf16", "--rounds", "1", "--samples", "1", "--json", str(json_path))
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    return json.loads(json_path.read_text())["problems"], done.stdout
+
+
 @pytest.mark.slow
 def test_gpu_peers_are_marked_not_run_on_the_cpu(tmp_path):
     project = new_project(tmp_path, "paged_attention_ffi", template="paged-attention")
-    done = bench(project, "--shape", "2x256", "--dtype", "bf16", "--rounds", "1", "--samples", "1", "--json", str(tmp_path / "p.json"))
-    assert done.returncode == EXIT_OK, done.stdout + done.stderr
-    problem = json.loads((tmp_path / "p.json").read_text())["problems"][0]
+    [problem], printed = problems(project, tmp_path / "p.json", "--shape", "2x256")
     assert problem["label"] == "seqs=2 tokens=256 bf16" and problem["flops"] == 4 * 2 * 256 * 32 * 128
     assert {r["name"] for r in problem["rows"]} == {"paged_attention_ffi", "xla"}
     reasons = {u["name"]: u["reason"] for u in problem["unavailable"]}
     assert set(reasons) == {"cudnn paged", "pallas paged", "cudnn sdpa (dense cache)"}
     assert all("NVIDIA GPUs only (this run is on XLA:CPU)" in reason for reason in reasons.values())
-    assert "not run: cuDNN runs on NVIDIA GPUs only" in done.stdout
+    assert "not run: cuDNN runs on NVIDIA GPUs only" in printed
 
 
 @pytest.mark.slow
 def test_a_ragged_project_takes_a_shape_and_names_its_gpu_peer(tmp_path):
     project = new_project(tmp_path, "ragged_ffi", template="ragged-paged-attention")
-    done = bench(project, "--shape", "2x64x16", "--dtype", "bf16", "--rounds", "1", "--samples", "1", "--json", str(tmp_path / "r.json"))
-    assert done.returncode == EXIT_OK, done.stdout + done.stderr
-    problem = json.loads((tmp_path / "r.json").read_text())["problems"][0]
+    [problem], _ = problems(project, tmp_path / "r.json", "--shape", "2x64x16")
     # Two sequences of 64 tokens, the last 16 new: positions 48..63 see 49..64 of them.
     assert problem["label"] == "seqs=2 context=64 new=16 bf16" and problem["flops"] == 4 * 2 * sum(range(49, 65)) * 32 * 128
     assert {r["name"] for r in problem["rows"]} == {"ragged_ffi", "xla"}
     assert {u["name"]: u["reason"] for u in problem["unavailable"]} == {"cudnn paged": "cuDNN runs on NVIDIA GPUs only (this run is on XLA:CPU)"}
-    done = bench(project, "--dtype", "bf16", "--rounds", "1", "--samples", "1", "--json", str(tmp_path / "d.json"))  # its BENCH_SHAPES
-    assert done.returncode == EXIT_OK, done.stdout + done.stderr
-    labels = [p["label"] for p in json.loads((tmp_path / "d.json").read_text())["problems"]]
-    assert labels == ["seqs=2 context=64 new=1 bf16", "seqs=2 context=64 new=64 bf16"]
+    defaults, _ = problems(project, tmp_path / "d.json")  # its BENCH_SHAPES
+    assert [p["label"] for p in defaults] == ["seqs=2 context=64 new=1 bf16", "seqs=2 context=64 new=64 bf16"]
 
 
 @pytest.mark.parametrize("flags, says", [
