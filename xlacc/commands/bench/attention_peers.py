@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from xlacc.commands.bench.peers import PeerCall, PeerUnavailable
 
 PALLAS_BLOCKS = (8, 4, 2, 1)  # pages_per_compute_block candidates, largest dividing a partition
@@ -129,7 +131,6 @@ class CudnnRagged:
 
     def prepare(self, operands: list[Any], attrs: dict[str, Any], device: Any) -> PeerCall:
         import jax.numpy as jnp  # lazy: jax only in the bench child
-        import numpy as np
 
         _needs_gpu(device, "cuDNN")
         query, key_cache, value_cache, cu_q_lens, kv_lens, tables, num_seqs = operands
