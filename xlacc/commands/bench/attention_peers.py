@@ -38,9 +38,30 @@ def _dense_pool(key_cache: Any, value_cache: Any, tables: Any) -> tuple[Any, Any
     return key_cache[tables].reshape(shape), value_cache[tables].reshape(shape), max_blocks
 
 
+def _cudnn_paged(label: str, query: Any, key_cache: Any, value_cache: Any, tables: Any, lens: tuple[Any, Any], attrs: dict[str, Any],
+                 causal: bool, note: str = "") -> PeerCall:
+    """``jax._src.cudnn.fused_attention_stablehlo.paged_attention`` on query [seqs, new tokens, heads,
+    head] with (new tokens, context) per sequence in `lens`; it needs a pool of exactly seqs x
+    blocks_per_seq blocks, so each sequence's blocks are copied into one first."""
+    import jax.numpy as jnp  # lazy: jax only in the bench child
+
+    try:
+        from jax._src.cudnn.fused_attention_stablehlo import MaskType, paged_attention  # lazy: a private module, guarded
+    except ImportError as exc:
+        raise PeerUnavailable(f"this jax has no cuDNN paged attention ({exc})") from None
+    keys, values, max_blocks = _dense_pool(key_cache, value_cache, tables)
+    num_seqs = query.shape[0]
+    page_table = jnp.arange(num_seqs * max_blocks, dtype=jnp.int32).reshape(num_seqs, 1, max_blocks, 1)
+    mask = MaskType.PADDING_CAUSAL if causal else MaskType.PADDING
+
+    def call(q, k, v, q_lens, kv_lens, table):
+        return paged_attention(q, k, v, q_lens, kv_lens, table, table, scale=attrs["scale"], mask_type=mask)
+
+    return PeerCall(label, call, [query, keys, values, *lens, page_table], "pool copied to seqs x blocks_per_seq blocks" + note)
+
+
 class CudnnPaged:
-    """``jax._src.cudnn.fused_attention_stablehlo.paged_attention`` (decode: one query token); it
-    needs a pool of exactly seqs x blocks_per_seq blocks, so the cache is copied into one first."""
+    """cuDNN's paged attention at a decode step (one query token a sequence)."""
 
     label = "cudnn paged"
 
@@ -50,19 +71,7 @@ class CudnnPaged:
         _needs_gpu(device, "cuDNN")
         query, key_cache, value_cache, tables, lens = operands
         _needs_16_bit(query, "cuDNN attention")
-        try:
-            from jax._src.cudnn.fused_attention_stablehlo import MaskType, paged_attention  # lazy: a private module, guarded
-        except ImportError as exc:
-            raise PeerUnavailable(f"this jax has no cuDNN paged attention ({exc})") from None
-        keys, values, max_blocks = _dense_pool(key_cache, value_cache, tables)
-        num_seqs = query.shape[0]
-        page_table = jnp.arange(num_seqs * max_blocks, dtype=jnp.int32).reshape(num_seqs, 1, max_blocks, 1)
-        ones = jnp.ones((num_seqs,), jnp.int32)
-
-        def call(q, k, v, q_lens, kv_lens, table):
-            return paged_attention(q, k, v, q_lens, kv_lens, table, table, scale=attrs["scale"], mask_type=MaskType.PADDING)
-
-        return PeerCall(self.label, call, [query[:, None], keys, values, ones, lens, page_table], "pool copied to seqs x blocks_per_seq blocks")
+        return _cudnn_paged(self.label, query[:, None], key_cache, value_cache, tables, (jnp.ones((query.shape[0],), jnp.int32), lens), attrs, causal=False)
 
 
 class CudnnSdpa:
@@ -138,22 +147,10 @@ class CudnnRagged:
         if attrs.get("sliding_window") or attrs.get("soft_cap"):
             raise PeerUnavailable("cuDNN's paged attention has no sliding window or soft-cap")
         new, context, seqs = uniform_batch(np.asarray(cu_q_lens), np.asarray(kv_lens), int(np.asarray(num_seqs).reshape(-1)[0]))
-        try:
-            from jax._src.cudnn.fused_attention_stablehlo import MaskType, paged_attention  # lazy: a private module, guarded
-        except ImportError as exc:
-            raise PeerUnavailable(f"this jax has no cuDNN paged attention ({exc})") from None
-        keys, values, max_blocks = _dense_pool(key_cache, value_cache, tables[:seqs])
-        page_table = jnp.arange(seqs * max_blocks, dtype=jnp.int32).reshape(seqs, 1, max_blocks, 1)
-        chunk = 1 < new < context
-        mask = MaskType.PADDING_CAUSAL if new == context and new > 1 else MaskType.PADDING
-
-        def call(q, k, v, q_lens, kv_lens, table):
-            return paged_attention(q, k, v, q_lens, kv_lens, table, table, scale=attrs["scale"], mask_type=mask)
-
         shaped = query[: seqs * new].reshape(seqs, new, *query.shape[1:])
-        lens = [jnp.full((seqs,), n, jnp.int32) for n in (new, context)]
-        note = "pool copied to seqs x blocks_per_seq blocks" + ("; the chunk sees its whole context (cuDNN's causal mask is top-left)" if chunk else "")
-        return PeerCall(self.label, call, [shaped, keys, values, *lens, page_table], note)
+        lens = tuple(jnp.full((seqs,), n, jnp.int32) for n in (new, context))
+        chunk = "; the chunk sees its whole context (cuDNN's causal mask is top-left)" if 1 < new < context else ""
+        return _cudnn_paged(self.label, shaped, key_cache, value_cache, tables[:seqs], lens, attrs, causal=new == context and new > 1, note=chunk)
 
 
 def uniform_batch(cu_q_lens: Any, kv_lens: Any, num_seqs: int) -> tuple[int, int, int]:
