@@ -11,7 +11,7 @@ faster than torch eager with SDPA; teacher-forced top-1 agreement with torch eag
 the same torchax model with XLA's own attention):
   1. `xlacc new` + `xlacc build` of a paged-attention, a paged-kv-write and (for the ragged variants)
      a ragged-paged-attention project (cuda, bf16), unless their libraries are there already (--workdir;
-     build rpa with `--arch sm_90a` beforehand for its wgmma prefill body).
+     rpa's `arch_specific = true` builds sm_90a on an H100/H200, for its wgmma prefill body).
   2. torch (before torchax is imported): LlamaForCausalLM, random weights, SDPA. Prefill of the whole
      prompt into a StaticCache, timed (the second of two); torch eager decode for --check-steps steps
      (the numerics' reference, logits kept) and --new-tokens timed; torch.compile(reduce-overhead).

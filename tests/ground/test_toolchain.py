@@ -274,6 +274,22 @@ def test_resolve_archs(bare_env):
     assert toolchain.resolve_archs(()) == (["sm_90"], "the visible GPU")
 
 
+def test_arch_specific_archs_replace_a_visible_gpus_and_join_the_defaults(bare_env):
+    archs, why = toolchain.resolve_archs(None, arch_specific=True)
+    assert archs == ["sm_80", "sm_90", "sm_90a"]  # the portable PTX stays compute_90
+    assert why.startswith("no GPU visible") and "sm_80, sm_90, sm_90a + PTX compute_90" in why
+    fake_tool(bare_env, "nvidia-smi", 'echo "9.0"; echo "8.0"')
+    assert toolchain.resolve_archs(None, arch_specific=True) == (["sm_80", "sm_90a"], "the visible GPUs, arch-specific ([build] arch_specific)")
+    assert toolchain.resolve_archs(None) == (["sm_80", "sm_90"], "the visible GPUs")
+    assert toolchain.resolve_archs(("sm_90",), arch_specific=True) == (["sm_90"], "as requested")  # --arch and a list of archs win
+
+
+def test_arch_specific_variant():
+    assert [toolchain.arch_specific_variant(a) for a in ("sm_75", "sm_80", "sm_90", "sm_90a", "sm_100", "sm_120")] == [
+        None, None, "sm_90a", None, "sm_100a", "sm_120a"
+    ]
+
+
 def test_arch_number():
     assert [toolchain.arch_number(a) for a in ("sm_80", "sm_90a", "sm_100", "compute_75")] == [80, 90, 100, 75]
 

@@ -140,6 +140,13 @@ def test_ptx_defaults_on_and_must_be_a_boolean(tmp_path):
         specmod.load(write(tmp_path, VALID + 'ptx = "no"\n'))
 
 
+def test_arch_specific_defaults_off_and_must_be_a_boolean(tmp_path):
+    assert specmod.load(write(tmp_path, VALID)).build.arch_specific is False
+    assert specmod.load(write(tmp_path, VALID + "arch_specific = true\n")).build.arch_specific is True
+    with pytest.raises(SpecError, match=r"\[build.arch_specific\] 'yes' is not allowed"):
+        specmod.load(write(tmp_path, VALID + 'arch_specific = "yes"\n'))
+
+
 def test_not_toml_and_missing_tables(tmp_path):
     with pytest.raises(SpecError, match=r"\[toml\] not valid TOML"):
         specmod.load(write(tmp_path, "[op\nname="))

@@ -26,6 +26,7 @@ from xlacc.ground.process import run_in_session
 
 # Used on a machine without a visible GPU; the highest also gets PTX, so newer GPUs can JIT it.
 DEFAULT_ARCHS = ("sm_80", "sm_90")
+ARCH_SPECIFIC_FROM = 90  # the first arch with an arch-specific variant (sm_90a)
 # Toolkit roots tried after $CUDA_HOME / $CUDA_PATH (label, root).
 DEFAULT_CUDA_HOMES: tuple[tuple[str, Path], ...] = (("/usr/local/cuda", Path("/usr/local/cuda")),)
 HOST_CXX_NAMES = ("g++", "c++", "clang++")
@@ -405,14 +406,31 @@ def query_gpu_archs() -> tuple[list[str], str | None]:
     return sorted(caps, key=arch_number), None
 
 
-def resolve_archs(requested: tuple[str, ...] | None) -> tuple[list[str], str]:
-    """The archs to build and why: as requested, the visible GPUs', or :data:`DEFAULT_ARCHS`."""
+def arch_specific_variant(arch: str) -> str | None:
+    """``"sm_90"`` -> ``"sm_90a"``: the SASS that may use instructions only that arch has (sm_90a's
+    wgmma and setmaxnreg); None before sm_90, which has none."""
+    if arch.endswith("a") or arch_number(arch) < ARCH_SPECIFIC_FROM:
+        return None
+    return arch + "a"
+
+
+def resolve_archs(requested: tuple[str, ...] | None, *, arch_specific: bool = False) -> tuple[list[str], str]:
+    """The archs to build and why: as requested, the visible GPUs', or :data:`DEFAULT_ARCHS`.
+    ``arch_specific`` (a project's ``[build] arch_specific``) makes auto archs arch-specific: a
+    visible sm_90 GPU gets sm_90a in its place; without a GPU the default archs gain their variants
+    beside them (the portable PTX stays the highest plain arch's)."""
     if requested:
         return sorted(dict.fromkeys(requested), key=arch_number), "as requested"
     visible, problem = query_gpu_archs()
     if visible:
-        return visible, "the visible GPU" if len(visible) == 1 else "the visible GPUs"
+        why = "the visible GPU" if len(visible) == 1 else "the visible GPUs"
+        if not arch_specific:
+            return visible, why
+        return [arch_specific_variant(a) or a for a in visible], f"{why}, arch-specific ([build] arch_specific)"
+    archs = list(DEFAULT_ARCHS)
+    if arch_specific:
+        archs = sorted([*archs, *filter(None, map(arch_specific_variant, archs))], key=arch_number)
     highest = max(DEFAULT_ARCHS, key=arch_number)
     seen = f"no GPU visible ({problem})" if problem else "no GPU visible"
-    why = f"{seen}: default {', '.join(DEFAULT_ARCHS)} + PTX compute_{arch_number(highest)}"
-    return list(DEFAULT_ARCHS), why
+    why = f"{seen}: default {', '.join(archs)} + PTX compute_{arch_number(highest)}"
+    return archs, why

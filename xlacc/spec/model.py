@@ -64,6 +64,7 @@ class Build:
     defines: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()  # extra arguments for the compiler (nvcc, or the host compiler)
     archs: tuple[str, ...] = ()  # () = auto
+    arch_specific: bool = False  # auto archs: a GPU's arch-specific variant (sm_90a), for instructions only it has
     ptx: bool = True  # also embed PTX of the highest arch, JIT-compiled on newer GPUs
     output: str = ""  # default: NAME/libNAME.so
 

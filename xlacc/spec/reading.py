@@ -73,7 +73,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "inputs": ("name", "dtype", "shape"),
     "outputs": ("name", "dtype", "shape", "alias", "scratch"),
     "attrs": ("name", "type", "default"),
-    "build": ("kernel", "sources", "include_dirs", "defines", "flags", "archs", "ptx", "output"),
+    "build": ("kernel", "sources", "include_dirs", "defines", "flags", "archs", "arch_specific", "ptx", "output"),
     "from": ("file", "kernel", "sizes"),
     "generated": ("xlacc", "template", "signature", "files"),
     "record": ("xlacc", "template", "signature", "files"),
@@ -379,6 +379,7 @@ class _Reader:
             defines=defines,
             flags=flags,
             archs=self.get(table, "build.archs", parse_archs, default="auto"),
+            arch_specific=self.boolean(table, "build.arch_specific", default=False),
             ptx=self.boolean(table, "build.ptx", default=True),
             output=self.path_string(table, "build.output"),
         )

@@ -72,9 +72,23 @@ def test_a_cpu_run_writes_the_table_json_csv_and_chart(add_project, tmp_path):
     assert curves == {"add_ffi", "xla", "plain_add", "roofline (copy rate)"}
 
 
-def problems(project: Path, json_path: Path, *flags: str) -> tuple[list[dict], str]:
+@pytest.mark.slow
+def test_a_reference_that_does_not_fit_leaves_the_op_timed(tmp_path):
+    """On a GPU the jnp reference of a large attention problem can run out of memory while XLA
+    compiles it: the op and its peers are still timed, XLA's row is said not run, with why."""
+    project = new_project(tmp_path, "add_ffi")
+    reference = project / "add_ffi" / "reference.py"
+    reference.write_text(reference.read_text().replace(
+        "def reference(x, y, *, xp=np):\n", "def reference(x, y, *, xp=np):\n    if xp is not np:\n        raise MemoryError('RESOURCE_EXHAUSTED: no room')\n"))
+    [problem], printed = problems(project, tmp_path / "a.json", "--sizes", "4096", dtype="f32")
+    assert {r["name"] for r in problem["rows"]} == {"add_ffi"}
+    assert problem["unavailable"] == [{"name": "xla", "reason": "does not compile here: MemoryError: RESOURCE_EXHAUSTED: no room"}]
+    assert "Traceback" not in printed
+
+
+def problems(project: Path, json_path: Path, *flags: str, dtype: str = "bf16") -> tuple[list[dict], str]:
     """A quick bf16 bench of the project: its problems from the JSON, and what it printed."""
-    done = bench(project, *flags, "--dtype", "bf16", "--rounds", "1", "--samples", "1", "--json", str(json_path))
+    done = bench(project, *flags, "--dtype", dtype, "--rounds", "1", "--samples", "1", "--json", str(json_path))
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     return json.loads(json_path.read_text())["problems"], done.stdout
 

@@ -934,6 +934,22 @@ def test_cuda_project_on_a_machine_without_gpu_builds_the_default_archs(tmp_path
     assert result.command[6:8] == ["-Xcompiler", "-fvisibility=hidden"]
 
 
+@needs_nvcc
+def test_an_arch_specific_project_builds_the_visible_gpus_variant(tmp_path, monkeypatch):
+    """[build] arch_specific (the ragged-paged-attention template's wgmma body): sm_90a on an sm_90 GPU."""
+    monkeypatch.setattr(toolchain, "query_gpu_archs", lambda: (["sm_90"], None))
+    kernel = LEGACY_KERNEL.format(**LEGACY_CUDA, last_error_linkage="XLACC_EXPORT")
+    project = make_project(tmp_path / "twice", "cuda", "legacy", '"torch-xla"', kernel)
+    spec_file = tmp_path / "twice" / "xlacc.toml"
+    spec_file.write_text(spec_file.read_text().replace("[build]\n", "[build]\narch_specific = true\n"))
+    result = builder.build_spec(spec.load(project.root))
+    assert result.ok, result.checks + result.findings
+    assert result.archs == ["sm_90a"]
+    checks = {c.name: c for c in result.checks}
+    assert checks["archs"].detail == "sm_90a + PTX compute_90a: the visible GPU, arch-specific ([build] arch_specific)"
+    assert checks["arch sm_90a"].ok
+
+
 # -- the CUDA toolchain from PyPI -----------------------------------------------------------------
 
 

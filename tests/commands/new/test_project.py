@@ -327,7 +327,10 @@ def test_a_dtype_the_templates_kernel_is_written_for_is_accepted(tmp_path, templ
     assert scaffold.create(request(tmp_path, template=template, dtypes=[dtype])).code() == 0
 
 
-@pytest.mark.parametrize("name, template, platform", [("a", "add", "cpu"), ("a_rather_long_op_name", "rms-norm", "cuda"), ("kv", "paged-kv-write", "cuda")])
+@pytest.mark.parametrize(
+    "name, template, platform",
+    [("a", "add", "cpu"), ("a_rather_long_op_name", "rms-norm", "cuda"), ("kv", "paged-kv-write", "cuda"), ("rg", "ragged-paged-attention", "cuda")],
+)
 def test_the_comments_of_a_generated_spec_line_up_in_each_table(tmp_path, name, template, platform):
     """`target = "demo"        # ...` and `platform = "cpu"        # ...` put their comments at different columns."""
     scaffold.create(request(tmp_path, name=name, template=template, platform=platform))
@@ -340,6 +343,16 @@ def test_the_comments_of_a_generated_spec_line_up_in_each_table(tmp_path, name, 
         if hash_ and not line.startswith("#") and not line.startswith("[") and len(code.rstrip()) < 28:
             columns.setdefault(table, set()).add(len(code) + 1)
     assert columns and all(len(found) == 1 for found in columns.values()), columns
+
+
+def test_a_template_whose_kernel_needs_an_arch_specific_build_says_so_in_the_spec(tmp_path):
+    """The ragged template's prefill body runs on sm_90a's wgmma: auto archs must build sm_90a, not sm_90."""
+    scaffold.create(request(tmp_path, name="rg", template="ragged-paged-attention"))
+    scaffold.create(request(tmp_path, name="pa", template="paged-attention"))
+    assert specmod.load(tmp_path / "rg").build.arch_specific is True
+    assert "\narch_specific = true " in (tmp_path / "rg" / "xlacc.toml").read_text()
+    assert specmod.load(tmp_path / "pa").build.arch_specific is False
+    assert "arch_specific" not in (tmp_path / "pa" / "xlacc.toml").read_text()
 
 
 COUNT_COMPILES = """

@@ -203,6 +203,7 @@ def _spec_target(
         always_ffi=spec.needs_ffi,
         archs=tuple(archs) if explicit else spec.build.archs,
         archs_origin="--arch" if explicit else f"[build] archs in {spec_mod.SPEC_FILE}",
+        arch_specific=spec.build.arch_specific,
         ptx=spec.build.ptx and ptx,
         # The project root holds the kernel file the generated entry points include; a wrapped
         # kernel also gets xlacc's PyTorch stand-ins, in front of the user's folders.
@@ -512,7 +513,7 @@ def _prepare(target: Target, options: Options) -> Plan:
         checks.append(Check("ffi headers", True, str(ffi_dir)))
     archs: list[str] = []
     if target.platform == "cuda":
-        archs, why = toolchain.resolve_archs(target.archs or None)
+        archs, why = toolchain.resolve_archs(target.archs or None, arch_specific=target.arch_specific)
         if target.archs:
             why = f"as requested by {target.archs_origin}"
         checks.append(Check("archs", True, f"{describe_archs(archs, target.ptx)}: {why}"))

@@ -32,6 +32,7 @@ class Target:
     always_ffi: bool  # add the FFI headers even if no source mentions them
     archs: tuple[str, ...]  # () = auto
     archs_origin: str
+    arch_specific: bool = False  # auto archs: each GPU's arch-specific variant (sm_90a)
     ptx: bool = True  # embed PTX of the highest arch next to the SASS
     include_dirs: tuple[Path, ...] = ()  # absolute; the compiler also gets xlacc's own headers
     defines: tuple[str, ...] = ()

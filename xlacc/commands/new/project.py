@@ -258,7 +258,7 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         "inputs": inputs,
         "outputs": outputs,
         "attrs": attrs,
-        "build": {"kernel": f"kernel{specmod.SOURCE_SUFFIX[platform]}"},
+        "build": {"kernel": f"kernel{specmod.SOURCE_SUFFIX[platform]}", **meta.get("build", {})},
         **_transforms(request, meta, len(inputs), len(outputs)),
     }
     return _validated(raw, directory), meta
