@@ -22,7 +22,7 @@ ISSUE_CODES = {
         "nvcc-missing", "no-gpu", "torch-xla-no-cuda", "torch-xla-version-mismatch", "jax-legacy-api-removed", "ffi-api-skew",
         "jax-preallocation", "torchax-shadowed", "xla-flags-invalid",
     },
-    "build": {"compile-error", "compiler-warning", "library-unreadable"},
+    "build": {"compile-error", "compiler-warning", "arch-specific-code-left-out", "library-unreadable"},
     "registration": {
         "platform-name", "api-version-mismatch", "api-version-invalid", "legacy-api-deprecated", "target-not-registered",
         "capsule-required", "fixed-target-api", "operand-mismatch", "result-mismatch", "backend-config-invalid", "output-dtype-type",

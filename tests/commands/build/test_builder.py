@@ -935,6 +935,19 @@ def test_cuda_project_on_a_machine_without_gpu_builds_the_default_archs(tmp_path
 
 
 @needs_nvcc
+def test_code_for_sm_90a_built_for_sm_90_alone_is_a_warning_that_names_the_flag(tmp_path):
+    """nvcc compiles a `#if __CUDA_ARCH_FEAT_SM90_ALL` branch out of an sm_90 build without a word."""
+    guarded = CUDA_SOURCE.replace("  if (i < n)", "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n  if (i < n)").replace("b[i];\n", "b[i];\n#endif\n", 1)
+    source = write(tmp_path / "k.cu", guarded)
+    report = builder.run(request(source, archs="sm_90", symbols=["xk_launch"]))
+    assert report.code() == 0, report.to_json()
+    [finding] = [f for f in report.findings if f.code == "arch-specific-code-left-out"]  # nvcc also warns of the unused `i`
+    assert "k.cu guards code" in finding.evidence and finding.evidence.endswith("on an sm_90 GPU that code is left out")
+    report = builder.run(request(source, archs="sm_90a", symbols=["xk_launch"]))
+    assert report.code() == 0 and "arch-specific-code-left-out" not in {f.code for f in report.findings}, report.to_json()
+
+
+@needs_nvcc
 def test_an_arch_specific_project_builds_the_visible_gpus_variant(tmp_path, monkeypatch):
     """[build] arch_specific (the ragged-paged-attention template's wgmma body): sm_90a on an sm_90 GPU."""
     monkeypatch.setattr(toolchain, "query_gpu_archs", lambda: (["sm_90"], None))

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlacc.commands.doctor.rules import arch_features
 from xlacc.commands.doctor.rules import compiler as compiler_output
 from xlacc.commands.build.output import library_output
 from xlacc.commands.build import record as build_record
@@ -394,7 +395,7 @@ def _build_unlocked(target: Target, options: Options) -> BuildResult:
     verify_checks, verify_findings = _verify(plan)
     plan.cache.save()
     library = Check("library", True, paths.shown(target.output, Path.cwd().resolve()))
-    return _result(plan, cached, started, checks + [library] + verify_checks, findings + verify_findings, notes)
+    return _result(plan, cached, started, checks + [library] + verify_checks, findings + verify_findings + plan.findings, notes)
 
 
 def _stale_result(target: Target, started: float) -> BuildResult:
@@ -520,7 +521,8 @@ def _prepare(target: Target, options: Options) -> Plan:
     record = build_record.plan(target.output, target.cache_file.parent, target.platform, compiler, ffi_dir)
     command = build_record.with_source(compile_command(compiler, target, archs, ffi_dir), record, target.root)
     key = cache_key(inputs, [*command, record.text], compiler, toolchain.ffi_headers_digest(ffi_dir) if ffi_dir else "")
-    return Plan(target, compiler, command, archs, key, cache, checks, tuple(inputs), digests(inputs), record)
+    findings = arch_features.left_out(inputs, archs, in_project=target.project is not None)
+    return Plan(target, compiler, command, archs, key, cache, checks, tuple(inputs), digests(inputs), record, findings)
 
 
 def changed_since_read(plan: Plan) -> list[str]:

@@ -3,12 +3,12 @@ the options of the run, and the plan (command, inputs, cache key)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlacc.commands.build import record as build_record
 from xlacc.ground import resources, toolchain
-from xlacc.ground.report import Check
+from xlacc.ground.report import Check, Finding
 from xlacc.spec import Spec
 from xlacc.commands.build.cache import BuildCache
 
@@ -68,3 +68,4 @@ class Plan:
     inputs: tuple[Path, ...]  # the sources and the headers of theirs the key covers
     input_digests: dict[Path, str]  # their text as the key covers it, and when each was written
     record: build_record.Planned | None = None  # what the library was built against, compiled in
+    findings: list[Finding] = field(default_factory=list)  # what the sources and the archs say before compiling

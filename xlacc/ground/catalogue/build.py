@@ -26,6 +26,20 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         home=RULES + "compiler",
     ),
     CatalogueEntry(
+        "arch-specific-code-left-out",
+        "build",
+        "warning",
+        "code only an arch-specific target compiles, and no such target in the build",
+        "The sources guard code with `__CUDA_ARCH_FEAT_SM90_ALL` (instructions only sm_90a has: wgmma, "
+        "setmaxnreg), but the build compiles sm_90 and not sm_90a. The guard is then false in every pass: on an "
+        "H100 or H200 the kernel runs its other branch, slower, or nothing at all, and the outputs keep what was "
+        "in them. Neither nvcc nor the driver says so.",
+        "Build the arch-specific target: `arch_specific = true` under [build] (auto archs), \"sm_90a\" in [build] "
+        "archs, or `xlacc build --arch sm_90a`.",
+        "`kernel.cu guards code with __CUDA_ARCH_FEAT_SM90_ALL, which only sm_90a compiles; this build's archs are sm_90`",
+        home=RULES + "arch_features",
+    ),
+    CatalogueEntry(
         "library-unreadable",
         "build",
         "error",
