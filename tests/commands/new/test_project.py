@@ -349,10 +349,12 @@ def test_a_template_whose_kernel_needs_an_arch_specific_build_says_so_in_the_spe
     """The ragged template's prefill body runs on sm_90a's wgmma: auto archs must build sm_90a, not sm_90."""
     scaffold.create(request(tmp_path, name="rg", template="ragged-paged-attention"))
     scaffold.create(request(tmp_path, name="pa", template="paged-attention"))
+    scaffold.create(request(tmp_path, name="rgc", template="ragged-paged-attention", platform="cpu"))
     assert specmod.load(tmp_path / "rg").build.arch_specific is True
     assert "\narch_specific = true " in (tmp_path / "rg" / "xlacc.toml").read_text()
-    assert specmod.load(tmp_path / "pa").build.arch_specific is False
-    assert "arch_specific" not in (tmp_path / "pa" / "xlacc.toml").read_text()
+    for plain in ("pa", "rgc"):  # another template; the CPU twin, which no GPU arch concerns
+        assert specmod.load(tmp_path / plain).build.arch_specific is False
+        assert "arch_specific" not in (tmp_path / plain / "xlacc.toml").read_text()
 
 
 COUNT_COMPILES = """

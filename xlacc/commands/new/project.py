@@ -246,6 +246,7 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         if tensor["dtype"] == "T":
             tensor["dtype"] = op_dtypes if len(op_dtypes) > 1 else op_dtypes[0]
     directory = Path(request.directory) if request.directory else Path(request.name)
+    gpu_build = meta.get("build", {}) if platform == "cuda" else {}  # the template's [build] (arch_specific)
     raw = {
         "op": {
             "name": request.name,
@@ -258,7 +259,7 @@ def spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         "inputs": inputs,
         "outputs": outputs,
         "attrs": attrs,
-        "build": {"kernel": f"kernel{specmod.SOURCE_SUFFIX[platform]}", **meta.get("build", {})},
+        "build": {"kernel": f"kernel{specmod.SOURCE_SUFFIX[platform]}", **gpu_build},
         **_transforms(request, meta, len(inputs), len(outputs)),
     }
     return _validated(raw, directory), meta
