@@ -322,12 +322,18 @@ def _library_sections(request: DoctorRequest, gathered: _Inputs) -> list[Section
         from xlacc.commands.doctor.rules import library  # lazy: the library rules, only for a shared object
     for path in dict.fromkeys(paths):
         crashes: list[Finding] = []
-        checked = run_rule(library.check_library, path, symbols, request.arch, symbols_from, empty=[], crashes=crashes)
+        sources = _c_sources(gathered) if path in built_from else None
+        checked = run_rule(library.check_library, path, symbols, request.arch, symbols_from, sources, empty=[], crashes=crashes)
         checked = checked or ([Section(f"shared object {path}", "not checked", crashes)] if crashes else [])
         if path in built_from and checked:
             _mark_stale(checked[0], built_from[path])
         sections += checked
     return sections
+
+
+def _c_sources(gathered: _Inputs) -> dict[Path, bytes]:
+    """The C/C++/CUDA files read: a project's, beside the library built from them."""
+    return {Path(s.group): s.text.encode() for s in gathered.sources if s.kind == "c"}
 
 
 def _mark_stale(section: Section, spec) -> None:

@@ -244,3 +244,30 @@ def test_project_library_is_checked_for_the_spec_entry_points(tmp_path, defined,
     assert check["detail"].split(";")[0] == ("exported (xlacc.toml)" if code is None else "missing (xlacc.toml)")
     assert [f["code"] for f in report["findings"]] == ([] if code is None else [code])
     assert exit_code == (0 if code is None else 1)
+
+
+GUARDED_KERNEL = TINY_KERNEL.replace("{ x[threadIdx.x] += 1.0f; }", "{\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n  x[threadIdx.x] += 1.0f;\n#endif\n}")
+
+
+@pytest.mark.parametrize("arch, said", [("sm_90", True), ("sm_90a", False)])
+def test_a_projects_sm_90a_code_in_a_library_without_sm_90a_is_said(tmp_path, arch, said):
+    """The kernel's body exists for sm_90a only; a library with sm_90 SASS alone runs an empty kernel."""
+    from xlacc.ground import toolchain
+    from xlacc.ground.errors import XlaccError
+
+    try:
+        nvcc = toolchain.find_nvcc()
+    except XlaccError:
+        pytest.skip("nvcc is not installed")
+    project = tmp_path / "demo"
+    (project / "build").mkdir(parents=True)
+    (project / "xlacc.toml").write_text(SPEC.replace('platform = "cpu"', 'platform = "cuda"'))
+    (project / "kernel.cu").write_text(GUARDED_KERNEL)
+    number = arch.removeprefix("sm_")
+    subprocess.run([str(nvcc.path), "-shared", "-Xcompiler", "-fPIC", "-gencode", f"arch=compute_{number},code={arch}", str(project / "kernel.cu"),
+                    "-o", str(project / "build" / "libdemo.so")], check=True, capture_output=True)  # fmt: skip
+    _, report = doctor_json(str(project), "--arch", "sm_90")
+    left_out = findings(report, "arch-specific-code-left-out")
+    assert bool(left_out) is said
+    if said:
+        assert left_out[0]["evidence"].startswith("kernel.cu guards code with __CUDA_ARCH_FEAT_SM90_ALL") and "arch_specific = true" in left_out[0]["fix"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlacc.commands.doctor.rules import build_record, verify
+from collections.abc import Mapping
+
+from xlacc.commands.doctor.rules import arch_features, build_record, verify
 from xlacc.commands.doctor.section import Section
 from xlacc.ground import toolchain
 from xlacc.ground.catalogue import make
@@ -20,7 +22,11 @@ ELF_KIND_CODES = {
 }
 
 
-def check_library(path: Path, symbols: list[str], arch: str | None, symbols_from: str = "--symbol") -> list[Section]:
+def check_library(
+    path: Path, symbols: list[str], arch: str | None, symbols_from: str = "--symbol", sources: Mapping[Path, bytes] | None = None
+) -> list[Section]:
+    """``sources``: the C/C++/CUDA files of the project the library was built from, read against
+    the archs it holds (arch_features)."""
     try:
         so = elf.read_shared_object(path)
     except elf.ElfError as exc:
@@ -35,7 +41,7 @@ def check_library(path: Path, symbols: list[str], arch: str | None, symbols_from
         _dependencies(so),
     ]
     sections.extend(_symbols(so, symbols, symbols_from))
-    sections.append(_gpu_code(path, arch))
+    sections.append(_gpu_code(path, arch, sources or {}))
     sections.append(build_record.section(path))
     return sections
 
@@ -74,7 +80,7 @@ def _target_archs(arch: str | None) -> tuple[list[str], str]:
     return toolchain.visible_gpu_archs(), "the visible GPU"
 
 
-def _gpu_code(path: Path, arch: str | None) -> Section:
+def _gpu_code(path: Path, arch: str | None, sources: Mapping[Path, bytes]) -> Section:
     try:
         entries = fatbin.read_fatbin(path)
         if not entries:
@@ -83,9 +89,10 @@ def _gpu_code(path: Path, arch: str | None) -> Section:
         described, results = verify.gpu_code(path, archs, source, entries)
     except elf.ElfError as exc:
         return Section("GPU code", findings=[make("library-invalid", str(exc), likelihood=0.8)])
+    left_out = arch_features.left_out(sources, [e.label for e in entries if e.kind == "sass"], in_project=True)
     if not archs:
-        return Section("GPU code", f"{described}; no --arch and no visible GPU: arch check skipped", skipped=True)
-    section = Section("GPU code", described, [r.finding for r in results if r.finding])
+        return Section("GPU code", f"{described}; no --arch and no visible GPU: arch check skipped", left_out, skipped=not left_out)
+    section = Section("GPU code", described, [r.finding for r in results if r.finding] + left_out)
     fitting = [r.reason for r in results if r.ok]
     if fitting and not section.findings:
         section.detail = f"{described}; {fitting[0]}"
