@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from xlacc.readers import cxx
-from xlacc.readers.cxx_macros import Invocation, expand_fully, macro_definitions
+from xlacc.readers.cxx_macros import Invocation, arch_specific_guards, expand_fully, macro_definitions
 
 CHECK = """
 #define CHECK_STATUS(call)                              \\
@@ -94,3 +94,9 @@ def test_a_body_full_of_unclosed_invocations_is_read_in_linear_time():
     start = time.process_time()
     cxx.parse("k.cc", text)
     assert time.process_time() - start < 10  # each unclosed one read 50 KB ahead: many minutes
+
+
+def test_arch_specific_guards_are_the_archs_whose_feature_macro_is_tested():
+    text = b"#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n#elif __CUDA_ARCH_FEAT_SM100_ALL\n#endif\n// __CUDA_ARCH__ alone is not one\n"
+    assert arch_specific_guards(text) == {90, 100}
+    assert arch_specific_guards(b"#if __CUDA_ARCH__ >= 900\n#endif\n") == set()

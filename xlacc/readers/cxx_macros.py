@@ -27,6 +27,8 @@ REGISTRATION_MACROS = (
     "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET",
 )
 XLA_MACROS = HANDLER_MACROS + REGISTRATION_MACROS
+# nvcc's `__CUDA_ARCH_FEAT_SM90_ALL`: defined only when compiling for the arch-specific target (sm_90a).
+ARCH_FEATURE_MACRO = re.compile(rb"__CUDA_ARCH_FEAT_SM(\d+)_ALL")
 MAX_DEPTH = 3
 MAX_MACRO_DEPTH = MAX_DEPTH
 MAX_EXPANSIONS = 400  # project macros expanded in one file
@@ -234,3 +236,9 @@ def macro_uses(source, raw: bytes, skeleton: bytes, bodies: list[tuple[int, int]
         else:
             uses.append(MacroUse(name, args, at, " ".join(raw[match.start() : close + 1].decode("utf-8", "replace").split())[:2000], via))
     return uses, expansions
+
+
+def arch_specific_guards(text: bytes) -> set[int]:
+    """The archs whose arch-specific target a source tests for (``#if __CUDA_ARCH_FEAT_SM90_ALL``:
+    90), code only that target compiles."""
+    return {int(m.group(1)) for m in ARCH_FEATURE_MACRO.finditer(text)}

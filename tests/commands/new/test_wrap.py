@@ -157,6 +157,16 @@ def test_size_flags_are_checked_before_they_reach_cxx(text):
         wrap.parse_sizes([text])
 
 
+def test_a_kernel_with_code_for_sm_90a_only_gets_an_arch_specific_build(tmp_path):
+    """Its `#if __CUDA_ARCH_FEAT_SM90_ALL` branch (wgmma and the like) is compiled only for sm_90a:
+    auto archs must build that, not sm_90."""
+    plain = user_kernel(tmp_path, "scale.cu", "__global__ void scale(const float* x, float* y, int n) { y[threadIdx.x] = 2.f * x[threadIdx.x]; }\n")
+    hopper = user_kernel(tmp_path, "scale_wgmma.cu", plain.read_text().replace("{ y", "{\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n  y").replace("; }", ";\n#endif\n}"))
+    assert new(tmp_path, "plain", plain).build.arch_specific is False
+    spec = new(tmp_path, "hopper", hopper)
+    assert spec.build.arch_specific is True and "\narch_specific = true " in (spec.root / "xlacc.toml").read_text()
+
+
 def test_a_launcher_that_takes_a_stream_is_wrapped_rather_than_the_kernel_it_launches(tmp_path):
     source = user_kernel(tmp_path, "rms_norm_rows.cu", RMS_NORM_ROWS)
     wrapped = wrap.read(source, None, {"rows": "input.shape[0]", "cols": "input.shape[1]"})

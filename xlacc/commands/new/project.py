@@ -29,6 +29,7 @@ from xlacc.ground.report import Check, Report
 from xlacc.ground.wording import counted
 from xlacc.ground.version import __version__
 from xlacc.readers import cxx_tokens
+from xlacc.readers.cxx_macros import arch_specific_guards
 from xlacc.spec import Spec, sharding
 
 if sys.version_info >= (3, 11):
@@ -311,7 +312,7 @@ def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         "inputs": inputs,
         "outputs": outputs,
         "attrs": attrs,
-        "build": {"kernel": f"launch{specmod.SOURCE_SUFFIX[platform]}", "include_dirs": list(dict.fromkeys(searched))},
+        "build": {"kernel": f"launch{specmod.SOURCE_SUFFIX[platform]}", "include_dirs": list(dict.fromkeys(searched)), **_arch_specific(source, platform)},
         "from": {"file": origin, "kernel": wrapped.function, "sizes": wrapped.sizes},
     }  # fmt: skip
     def origin_of(key: str) -> str:  # the operands are the kernel's parameters, not flags
@@ -320,6 +321,12 @@ def _wrapped_spec_for(request: NewRequest) -> tuple[Spec, dict[str, Any]]:
         return _flag_for(key)
 
     return _validated(raw, directory, origin_of), template_meta(WRAP_TEMPLATE)
+
+
+def _arch_specific(source: Path, platform: str) -> dict[str, bool]:
+    """``arch_specific = true`` for a kernel with code only an arch-specific target compiles
+    (``#if __CUDA_ARCH_FEAT_SM90_ALL``), so that auto archs build it (sm_90a on an H100)."""
+    return {"arch_specific": True} if platform == "cuda" and arch_specific_guards(source.read_bytes()) else {}
 
 
 def _default_of(attr: dict[str, Any]) -> dict[str, Any]:

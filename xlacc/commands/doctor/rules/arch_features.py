@@ -9,14 +9,12 @@ sources for the guard.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from xlacc.ground.catalogue import make
 from xlacc.ground.report import Finding
-
-FEATURE_GUARD = re.compile(rb"__CUDA_ARCH_FEAT_SM(\d+)_ALL")
+from xlacc.readers.cxx_macros import arch_specific_guards
 
 
 def left_out(sources: Mapping[Path, bytes], archs: Sequence[str], *, in_project: bool) -> list[Finding]:
@@ -24,7 +22,7 @@ def left_out(sources: Mapping[Path, bytes], archs: Sequence[str], *, in_project:
     arch without its arch-specific variant (sm_90 without sm_90a)."""
     guarded: dict[int, list[str]] = {}
     for path, text in sources.items():
-        for number in sorted({int(m.group(1)) for m in FEATURE_GUARD.finditer(text)}):
+        for number in sorted(arch_specific_guards(text)):
             guarded.setdefault(number, []).append(path.name)
     built = set(archs)
     return [_finding(number, files, archs, in_project) for number, files in sorted(guarded.items())
