@@ -320,9 +320,10 @@ def _library_sections(request: DoctorRequest, gathered: _Inputs) -> list[Section
     built_from = {spec.library: spec for spec in gathered.specs}
     if paths:
         from xlacc.commands.doctor.rules import library  # lazy: the library rules, only for a shared object
+    project_sources = _c_sources(gathered) if built_from else None
     for path in dict.fromkeys(paths):
         crashes: list[Finding] = []
-        sources = _c_sources(gathered) if path in built_from else None
+        sources = project_sources if path in built_from else None
         checked = run_rule(library.check_library, path, symbols, request.arch, symbols_from, sources, empty=[], crashes=crashes)
         checked = checked or ([Section(f"shared object {path}", "not checked", crashes)] if crashes else [])
         if path in built_from and checked:

@@ -3,9 +3,8 @@ plain names, can the loader find what it needs, does it hold code for the GPU it
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from collections.abc import Mapping
+from pathlib import Path
 
 from xlacc.commands.doctor.rules import arch_features, build_record, verify
 from xlacc.commands.doctor.section import Section
