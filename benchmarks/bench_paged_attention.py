@@ -205,19 +205,27 @@ def register(library: Path, target: str, symbol: str, scratch: tuple[int, ...]):
 
 
 def seconds_per_call(fn, args, samples: int, calls: int) -> float:
-    """Median over samples of (time of `calls` back-to-back calls) / calls, after warm-up."""
+    """Median over samples of (time of `calls` back-to-back calls) / calls, after warm-up, each
+    sample timed in steady state (xlacc's steady_seconds: from the end of a call queued first, so
+    that no sample counts an executable's launch on an idle GPU)."""
     import jax
+
+    from xlacc.commands.smoke.timing import steady_seconds
 
     for _ in range(3):
         jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        for _ in range(calls):
-            result = fn(*args)
-        jax.block_until_ready(result)
-        times.append((time.perf_counter() - start) / calls)
-    return statistics.median(times)
+    return statistics.median(steady_seconds(lambda: fn(*args), calls, jax.block_until_ready, pipelined=True)[0] for _ in range(samples))
+
+
+def calls_lasting(fn, args, seconds: float, most: int) -> int:
+    """Back-to-back calls of fn that last about `seconds`: at least 2, at most `most`."""
+    import jax
+
+    from xlacc.commands.smoke.timing import steady_seconds
+
+    jax.block_until_ready(fn(*args))
+    once = steady_seconds(lambda: fn(*args), 1, jax.block_until_ready, pipelined=True)[0]
+    return int(max(2, min(most, seconds // max(once, 1e-6))))
 
 
 def copy_gbps(samples: int, calls: int) -> dict[str, float]:

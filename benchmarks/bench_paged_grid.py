@@ -182,20 +182,7 @@ def compile_chain(op, point: Point, layout: str):
 
 def time_chain(compiled, args: list, point: Point, samples: int) -> float:
     """Median seconds per call: each sample queues whole chains for about SAMPLE_SECONDS."""
-    import jax
-
-    jax.block_until_ready(compiled(*args))
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(*args))
-    reps = int(max(1, min(200, SAMPLE_SECONDS // max(time.perf_counter() - start, 1e-6))))
-    times = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        for _ in range(reps - 1):
-            compiled(*args)
-        jax.block_until_ready(compiled(*args))
-        times.append((time.perf_counter() - start) / reps)
-    return statistics.median(times) / point.chain
+    return base.seconds_per_call(compiled, args, samples, base.calls_lasting(compiled, args, SAMPLE_SECONDS, 200)) / point.chain
 
 
 # -- one point ----------------------------------------------------------------------------------

@@ -203,20 +203,7 @@ def compile_chain(step, first, arrays: dict, length: int):
 
 
 def seconds(compiled, args: tuple, samples: int) -> float:
-    import jax
-
-    jax.block_until_ready(compiled(*args))
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(*args))
-    reps = int(max(2, min(100, 0.02 // max(time.perf_counter() - start, 1e-6))))
-    times = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        for _ in range(reps - 1):
-            compiled(*args)
-        jax.block_until_ready(compiled(*args))
-        times.append((time.perf_counter() - start) / reps)
-    return statistics.median(times)
+    return base.seconds_per_call(compiled, args, samples, base.calls_lasting(compiled, args, 0.02, 100))
 
 
 def free_bytes() -> int:

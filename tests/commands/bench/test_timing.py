@@ -42,7 +42,7 @@ def test_samples_are_seconds_per_call_and_interleaving_rotates_who_goes_first():
     contenders = [timing.Contender(name, "op", lambda a: a + 1, [[jnp.zeros(8)]]) for name in "abc"]
     for c in contenders:
         timing.compile_chain(c, 1, c.name, on_gpu=False)
-        timing.calibrate(c, 1, 1e-4)
+        timing.calibrate(c, 1, 1e-4, on_gpu=False)
     real = timing.take_sample
     try:
         timing.take_sample = lambda c, length: (order.append(c.name), real(c, length))

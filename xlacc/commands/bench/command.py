@@ -138,7 +138,7 @@ def child_env(request: BenchRequest) -> dict[str, str]:
 
 def method_text(request: BenchRequest, chain_lengths: set[int], on_gpu: bool) -> str:
     calls = "/".join(map(str, sorted(chain_lengths))) or "?"
-    how = (f"{calls} calls per jit, each after the previous (optimization_barrier), host dispatch paid once per chain"
+    how = (f"{calls} calls per jit, each after the previous (optimization_barrier), timed from the end of a chain queued first"
            if on_gpu else "one call per jit, queued back to back (XLA:CPU drops optimization barriers before fusing, so calls cannot be chained)")
     cache = "cold L2 (each call reads one of K operand copies, K copies >= twice the L2)" if request.cold_l2 else "warm L2 (the same operands every call)"
     buffers = "" if request.command_buffers else "; command buffers off"

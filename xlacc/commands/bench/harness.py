@@ -180,7 +180,7 @@ class BenchHarness(Harness):
         self.compile_all(contenders, length, unavailable)
         contenders = self.pick_fastest(self.runnable(contenders, length, unavailable), length)
         for contender in contenders:
-            timing.calibrate(contender, length, timing.SAMPLE_SECONDS)
+            timing.calibrate(contender, length, timing.SAMPLE_SECONDS, self.on_gpu)
         timing.interleave(contenders, length, self.args.rounds, self.args.samples)
         if self.args.trace:
             self.trace(contenders, problem.label)
@@ -276,14 +276,13 @@ class BenchHarness(Harness):
                 unavailable.append({"name": contender.name, "reason": f"does not compile here: {first_line(error)[:300]}"})
                 contenders.remove(contender)
 
-    @staticmethod
-    def runnable(contenders: list[Any], length: int, unavailable: list[dict]) -> list[Any]:
+    def runnable(self, contenders: list[Any], length: int, unavailable: list[dict]) -> list[Any]:
         """The contenders whose chain runs (warmed up and calibrated); another contender's failure at
         run time moves it to ``unavailable``, the op's is raised."""
         kept = []
         for contender in contenders:
             try:
-                timing.calibrate(contender, length, timing.SAMPLE_SECONDS)
+                timing.calibrate(contender, length, timing.SAMPLE_SECONDS, self.on_gpu)
             except Exception as exc:
                 if contender.role == "op":
                     raise
@@ -307,7 +306,7 @@ class BenchHarness(Harness):
         for members in groups.values():
             if len(members) > 1:
                 for member in members:
-                    timing.calibrate(member, length, timing.SAMPLE_SECONDS)
+                    timing.calibrate(member, length, timing.SAMPLE_SECONDS, self.on_gpu)
                 timing.interleave(members, length, 1, PEER_PICK_SAMPLES)
                 best = min(members, key=lambda m: sorted(m.samples)[len(m.samples) // 2])
                 best.note = (best.note + "; " if best.note else "") + f"fastest of {len(members)} configurations"

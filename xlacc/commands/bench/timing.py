@@ -7,8 +7,10 @@ removes barriers only after fusion and scheduling), nor drop one; host dispatch 
 calls. XLA:CPU removes barriers before it fuses, so there each call is its own jit, queued back to back.
 
 A sample queues whole chains for about ``sample_seconds`` and waits once; its time per call is
-the wall time over the calls. ``--cold-l2`` gives each call in turn one of K copies of the
-operands, K copies holding at least twice the L2, so a call never finds its operands in the cache.
+the wall time over the calls, counted from the end of one more chain queued before them (on a GPU
+the clock starts with the device already busy: :func:`xlacc.commands.smoke.timing.steady_seconds`).
+``--cold-l2`` gives each call in turn one of K copies of the operands, K copies holding at least
+twice the L2, so a call never finds its operands in the cache.
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-CHAIN_SECONDS = 1e-3  # a chain of R calls lasts about this long on a GPU: many times a jit's dispatch
-PROBE_CHAIN = 8  # calls in the chain that estimates one call's time (dispatch and wait spread over them)
+from xlacc.commands.smoke.timing import steady_seconds
+
+# A chain of R calls lasts about this long on a GPU: several times what the host takes to queue one
+# (an executable with command buffers: 0.3-0.5 ms on an H200 host), so queued chains keep the GPU busy.
+CHAIN_SECONDS = 3e-3
+PROBE_CHAIN = 8  # calls in the chain that estimates one call's time
 MAX_CHAIN = 64
 KEPT_BYTES = 2 << 30  # a chain returns every call's result: at most this many bytes of them
-SAMPLE_SECONDS = 2e-3
+SAMPLE_SECONDS = 10e-3
 MAX_REPS = 2000
 HOST_BOUND_SHARE = 0.98  # of a sample's time spent queueing it: the device waited on the host
 DISPATCH_CALLS = 200
@@ -42,6 +48,7 @@ class Contender:
     window: int = 1  # operand sets a chain takes: min(K, its length)
     cursor: int = 0  # the set the next chain starts with, where K exceeds a chain's length
     reps: int = 1
+    pipelined: bool = True  # the device runs queued chains while the host goes on (a GPU): see steady_seconds
     samples: list[float] = field(default_factory=list)  # seconds per call
     queued: list[float] = field(default_factory=list)  # share of each sample spent queueing
 
@@ -77,8 +84,9 @@ def chain_length(single_seconds: float, result_bytes: int, on_gpu: bool) -> int:
 
 def per_call_seconds(call: Callable[..., Any], operands: list[Any], on_gpu: bool) -> float:
     """A first estimate of one call's time, to size the chains: on a GPU from a chain of
-    PROBE_CHAIN calls, so that a dispatch slower than the kernel (tens of microseconds on some
-    hosts) does not pass for it; on XLA:CPU from one call."""
+    PROBE_CHAIN calls timed in steady state, so that neither a dispatch slower than the kernel
+    (tens of microseconds on some hosts) nor an executable's launch passes for it; on XLA:CPU
+    from one call."""
     import jax  # lazy: jax only in the bench child
 
     if not on_gpu:
@@ -88,7 +96,7 @@ def per_call_seconds(call: Callable[..., Any], operands: list[Any], on_gpu: bool
     probe = Contender("probe", "probe", call, [list(operands)])
     compile_chain(probe, PROBE_CHAIN, "probe", on_gpu)
     wait(run_chain(probe))
-    return once_seconds(lambda: run_chain(probe)) / PROBE_CHAIN
+    return min(steady_seconds(lambda: run_chain(probe), 1, wait, pipelined=True)[0] for _ in range(3)) / PROBE_CHAIN
 
 
 def compile_chain(contender: Contender, length: int, scope: str, on_gpu: bool) -> None:
@@ -126,23 +134,18 @@ def once_seconds(function: Callable[[], Any], repeats: int = 3) -> float:
     return best
 
 
-def calibrate(contender: Contender, length: int, sample_seconds: float) -> None:
+def calibrate(contender: Contender, length: int, sample_seconds: float, on_gpu: bool) -> None:
     """Warm the chain up and pick how many chains a sample queues."""
+    contender.pipelined = on_gpu
     wait(run_chain(contender))
-    chain = once_seconds(lambda: run_chain(contender))
+    chain, _ = steady_seconds(lambda: run_chain(contender), 1, wait, on_gpu)
     contender.reps = int(max(1, min(MAX_REPS, sample_seconds // max(chain, 1e-7))))
 
 
 def take_sample(contender: Contender, length: int) -> None:
-    start = time.perf_counter()
-    last = None
-    for _ in range(contender.reps):
-        last = run_chain(contender)
-    queued = time.perf_counter() - start
-    wait(last)
-    elapsed = time.perf_counter() - start
-    contender.samples.append(elapsed / (contender.reps * length))
-    contender.queued.append(queued / elapsed)
+    seconds, queued = steady_seconds(lambda: run_chain(contender), contender.reps, wait, contender.pipelined)
+    contender.samples.append(seconds / length)
+    contender.queued.append(queued)
 
 
 def interleave(contenders: list[Contender], length: int, rounds: int, samples: int) -> None:
@@ -194,7 +197,7 @@ def copy_rate(device: Any, nbytes: int, rounds: int = 3, samples: int = 3, on_gp
     deadline = time.perf_counter() + (WARM_SECONDS if on_gpu else 0.0)
     while True:
         for contender in contenders:
-            calibrate(contender, length, SAMPLE_SECONDS)
+            calibrate(contender, length, SAMPLE_SECONDS, on_gpu)
         if time.perf_counter() >= deadline:
             break
     interleave(contenders, length, rounds, samples)
