@@ -152,7 +152,7 @@ def run(build: Path, out: Path) -> int:
     import numpy as np
 
     out.mkdir(parents=True, exist_ok=True)
-    module = base.load_module(build / bench_ragged.NAME, "jax")
+    module = base.load_module(build / bench_ragged.NAME, "jax", name=bench_ragged.NAME)
     module.register()
     op = getattr(module, bench_ragged.NAME)
     library = ctypes.CDLL(str(build / bench_ragged.NAME / bench_ragged.NAME / f"lib{bench_ragged.NAME}.so"))
