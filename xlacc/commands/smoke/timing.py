@@ -40,16 +40,14 @@ def steady_seconds(run: Callable[[], Any], reps: int, wait: Callable[[Any], Any]
     lead = run()
     if not pipelined:
         wait(lead)
-    queue_start = time.perf_counter()
-    last = run()
-    queueing = time.perf_counter() - queue_start
-    if pipelined:
-        wait(lead)
-    start = time.perf_counter() if pipelined else queue_start
-    queue_start = time.perf_counter()
-    for _ in range(reps - 1):
+    start, queueing, last = time.perf_counter(), 0.0, lead
+    for timed in range(reps):
+        queued_at = time.perf_counter()
         last = run()
-    queueing += time.perf_counter() - queue_start
+        queueing += time.perf_counter() - queued_at
+        if pipelined and timed == 0:
+            wait(lead)
+            start = time.perf_counter()
     wait(last)
     elapsed = max(time.perf_counter() - start, 1e-9)
     return elapsed / reps, min(1.0, queueing / elapsed)
