@@ -63,6 +63,7 @@ def test_a_cpu_run_writes_the_table_json_csv_and_chart(add_project, tmp_path):
         rows = {r["name"]: r for r in problem["rows"]}
         assert set(rows) == {"add_ffi", "xla", "plain_add"}
         assert all(r["time_us"]["n"] == 4 and r["time_us"]["q1"] <= r["time_us"]["median"] <= r["time_us"]["q3"] for r in rows.values())
+        assert all(0.0 <= r["queued_share"] <= 1.0 for r in rows.values())
         assert rows["xla"]["versus_op"]["ratio"] == pytest.approx(rows["xla"]["time_us"]["median"] / rows["add_ffi"]["time_us"]["median"])
         assert rows["plain_add"]["max_abs_diff"] == 0.0
     table = [r for r in csv.reader(files["csv"].open()) if r and not r[0].startswith("#")]

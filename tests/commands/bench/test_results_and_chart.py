@@ -74,6 +74,10 @@ def test_host_bound_cases_are_named():
     assert results.host_bound(6.0, 50.0, 64).startswith("one call per jit would be host-bound: dispatching a jit takes 50.0 us, the call 6.0 us")
     assert results.host_bound(100.0, 50.0, 8) == ""
     assert results.host_bound(5.0, 0.0, 1) == ""  # XLA:CPU: no dispatch figure to compare with
+    # A chain far longer than an empty jit's dispatch, but the host queued for the whole sample: an
+    # executable with command buffers takes the host 0.3-0.5 ms to queue (H200).
+    assert results.host_bound(100.0, 50.0, 4, queued_share=0.99) == "host-bound: queueing the chains took the host 99% of each sample, so the device waited on it"
+    assert results.host_bound(100.0, 50.0, 4, queued_share=0.5) == ""
 
 
 def test_the_table_marks_noise_and_lists_what_did_not_run(result):

@@ -4,10 +4,12 @@ measured in the same process and against the card's datasheet, and the verdict a
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from xlacc.commands.bench import stats
+from xlacc.commands.smoke.timing import HOST_BOUND_SHARE
 from xlacc.commands.bench.cards import Card, card_for
 
 NEAR_DISPATCH = 1.5  # a call (or a chain) within this factor of an empty jit's dispatch takes the host's time
@@ -28,6 +30,7 @@ class Row:
     host_bound: str
     note: str
     max_abs_diff: float | None
+    queued_share: float | None = None  # the median share of a sample the host spent queueing the chains
 
     def to_json(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k not in ("time_us", "versus_op")}
@@ -127,6 +130,7 @@ def row(problem: Problem, contender: dict[str, Any], dtype: str, card: Card | No
     gbps = problem.bytes / seconds / 1e9 if seconds else None
     tflops = problem.flops / seconds / 1e12 if problem.flops and seconds else None
     versus = None if contender["role"] == "op" or op_time is None else stats.compare(op_time, time_us)
+    queued_share = statistics.median(contender["queued"]) if contender.get("queued") else None
     return Row(
         problem=problem.label,
         name=contender["name"],
@@ -138,18 +142,22 @@ def row(problem: Problem, contender: dict[str, Any], dtype: str, card: Card | No
         peak_bandwidth_share=gbps / card.memory_gbps if gbps and card else None,
         peak_flops_share=tflops / card.peak_tflops(dtype) if tflops and card else None,
         versus_op=versus,
-        host_bound=host_bound(time_us.median, dispatch_us, problem.chain),
+        host_bound=host_bound(time_us.median, dispatch_us, problem.chain, queued_share or 0.0),
         note=contender.get("note", ""),
         max_abs_diff=contender.get("max_abs_diff"),
+        queued_share=queued_share,
     )
 
 
-def host_bound(call_us: float, dispatch_us: float, chain: int) -> str:
-    """Why the time is the host's rather than the device's, or "" when it is the device's. A chain
-    of calls that lasts no longer than dispatching one jit kept the device waiting on the host. (On
-    XLA:CPU the call runs while it is dispatched, and ``dispatch_us`` is 0: nothing to compare.)"""
+def host_bound(call_us: float, dispatch_us: float, chain: int, queued_share: float = 0.0) -> str:
+    """Why the time is the host's rather than the device's, or "" when it is the device's. The
+    host queueing the chains for (nearly) the whole of each sample, or a chain of calls that lasts
+    no longer than dispatching one jit, kept the device waiting on the host. (On XLA:CPU the call
+    runs while it is dispatched, and ``dispatch_us`` is 0: nothing to compare.)"""
     if not dispatch_us:
         return ""
+    if queued_share >= HOST_BOUND_SHARE:
+        return f"host-bound: queueing the chains took the host {queued_share:.0%} of each sample, so the device waited on it"
     if call_us * chain <= NEAR_DISPATCH * dispatch_us:
         if chain == 1:
             return f"host-bound: {call_us:.1f} us per call is about an empty jit's dispatch ({dispatch_us:.1f} us)"

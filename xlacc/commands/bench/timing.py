@@ -31,7 +31,6 @@ MAX_CHAIN = 64
 KEPT_BYTES = 2 << 30  # a chain returns every call's result: at most this many bytes of them
 SAMPLE_SECONDS = 10e-3
 MAX_REPS = 2000
-HOST_BOUND_SHARE = 0.98  # of a sample's time spent queueing it: the device waited on the host
 DISPATCH_CALLS = 200
 
 
