@@ -56,3 +56,15 @@ def test_the_ragged_peer_refuses_a_window_or_a_cap():
     for attrs in ({"scale": 1.0, "sliding_window": 128}, {"scale": 1.0, "soft_cap": 30.0}):
         with pytest.raises(PeerUnavailable, match="no sliding window or soft-cap"):
             attention_peers.cudnn_ragged.prepare(operands, attrs, SimpleNamespace(platform="gpu"))
+
+
+def test_the_pool_cudnn_reads_holds_each_sequence_s_blocks_in_the_order_of_the_cache():
+    """cuDNN's paged attention takes a pool of exactly seqs x max_blocks blocks: the copy keeps the
+    blocks in the cache's order, so that it reads them as scattered as the op does."""
+    jnp = pytest.importorskip("jax", reason="the peers' pools are jax arrays").numpy
+    key_cache = jnp.arange(8 * 2, dtype=jnp.float32).reshape(8, 2)  # block b holds 2b, 2b + 1
+    tables = np.array([[5, 2], [0, 7]], np.int32)
+    keys, values, pool_tables = attention_peers._pool_in_block_order(key_cache, key_cache + 100, tables)
+    assert keys.shape == (4, 2) and (np.asarray(keys)[np.asarray(pool_tables)] == np.asarray(key_cache)[tables]).all()
+    assert (np.asarray(values) == np.asarray(keys) + 100).all()
+    assert np.asarray(pool_tables).tolist() == [[2, 1], [0, 3]]  # blocks 0 < 2 < 5 < 7 keep their order

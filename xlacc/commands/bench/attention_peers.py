@@ -38,26 +38,38 @@ def _dense_pool(key_cache: Any, value_cache: Any, tables: Any) -> tuple[Any, Any
     return key_cache[tables].reshape(shape), value_cache[tables].reshape(shape), max_blocks
 
 
+def _pool_in_block_order(key_cache: Any, value_cache: Any, tables: Any) -> tuple[Any, Any, Any]:
+    """The blocks the tables name, copied into a pool of exactly seqs x max_blocks blocks that keeps
+    their order in the cache, and the tables into it: a peer reads its blocks as scattered as the op
+    reads its own. (A pool of the sequences' blocks one after another gave cuDNN reads the op never
+    gets: at 32 x 512 new tokens on an H200 it took 0.89x the op's time there.)"""
+    import jax.numpy as jnp  # lazy: jax only in the bench child
+
+    flat = np.asarray(tables).reshape(-1)
+    by_block = np.argsort(flat, kind="stable")  # table entries in the order of the blocks they name
+    rank = np.empty_like(by_block)
+    rank[by_block] = np.arange(flat.size)
+    order = jnp.asarray(flat[by_block])
+    return key_cache[order], value_cache[order], jnp.asarray(rank.reshape(tables.shape), jnp.int32)
+
+
 def _cudnn_paged(label: str, query: Any, key_cache: Any, value_cache: Any, tables: Any, lens: tuple[Any, Any], attrs: dict[str, Any],
                  causal: bool, note: str = "") -> PeerCall:
     """``jax._src.cudnn.fused_attention_stablehlo.paged_attention`` on query [seqs, new tokens, heads,
     head] with (new tokens, context) per sequence in `lens`; it needs a pool of exactly seqs x
-    blocks_per_seq blocks, so each sequence's blocks are copied into one first."""
-    import jax.numpy as jnp  # lazy: jax only in the bench child
-
+    blocks_per_seq blocks, so the sequences' blocks are copied into one first (in the cache's order)."""
     try:
         from jax._src.cudnn.fused_attention_stablehlo import MaskType, paged_attention  # lazy: a private module, guarded
     except ImportError as exc:
         raise PeerUnavailable(f"this jax has no cuDNN paged attention ({exc})") from None
-    keys, values, max_blocks = _dense_pool(key_cache, value_cache, tables)
-    num_seqs = query.shape[0]
-    page_table = jnp.arange(num_seqs * max_blocks, dtype=jnp.int32).reshape(num_seqs, 1, max_blocks, 1)
+    keys, values, pool_tables = _pool_in_block_order(key_cache, value_cache, tables)
+    page_table = pool_tables[:, None, :, None]
     mask = MaskType.PADDING_CAUSAL if causal else MaskType.PADDING
 
     def call(q, k, v, q_lens, kv_lens, table):
         return paged_attention(q, k, v, q_lens, kv_lens, table, table, scale=attrs["scale"], mask_type=mask)
 
-    return PeerCall(label, call, [query, keys, values, *lens, page_table], "pool copied to seqs x blocks_per_seq blocks" + note)
+    return PeerCall(label, call, [query, keys, values, *lens, page_table], "blocks copied to a pool of seqs x blocks_per_seq, in the cache's order" + note)
 
 
 class CudnnPaged:
