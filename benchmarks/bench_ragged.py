@@ -22,8 +22,12 @@ onto 1536 cached, also run as its two parts (two calls). Contenders, where they 
               [B, S, H, D], prefill from an empty cache
   jnp         the template's reference under jax.jit, where XLA's temporaries fit
 
-A time is one call of a chain of R dependent calls in one jit (each output is the next query),
-so host dispatch does not count; the contenders of a point take turns over --rounds rounds and
+A time is one call of a chain of R calls in one jit, so host dispatch does not count: each call on
+the same query, ordered after the call before by an optimization barrier, as `xlacc bench` chains
+them (--chain fed: each call's output is the next query, as this script chained before the
+fourteenth session; cuDNN's paged prefill at 32 x 512 read about 270-280 us so against 232.5 in
+`xlacc bench` on an H200, the op's own time alike, and a layout copy between cuDNN calls fed one
+into the next is the suspect); the contenders of a point take turns over --rounds rounds and
 the median round counts (spread: the slowest round over the fastest). KV bytes per second are
 compared with a device-to-device copy measured in the same process, TFLOP/s (the causal work:
 4 x heads x head_size per attended position) with the card's dense bf16 peak.
@@ -189,17 +193,28 @@ def pallas_configs(point: Point, sms: int) -> list[tuple[int, int]]:
 # -- timing ---------------------------------------------------------------------------------------
 
 
-def compile_chain(step, first, arrays: dict, length: int):
+def compile_chain(step, first, arrays: dict, length: int, style: str = "barrier"):
     import jax
 
-    def chain(q, a):
+    def fed(q, a):
         for _ in range(length):
             q = step(q, a)
         return q
 
+    def barrier(q, a):
+        results, previous = [], None
+        for _ in range(length):
+            operands = (q, a)
+            if previous is not None:
+                operands, previous = jax.lax.optimization_barrier((operands, previous))
+                results[-1] = previous
+            previous = step(*operands)
+            results.append(previous)
+        return results
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return jax.jit(chain).lower(first, arrays).compile()
+        return jax.jit(fed if style == "fed" else barrier).lower(first, arrays).compile()
 
 
 def seconds(compiled, args: tuple, samples: int) -> float:
@@ -213,7 +228,7 @@ def free_bytes() -> int:
     return int(stats.get("bytes_limit", 0) - stats.get("bytes_in_use", 0))
 
 
-def measure(point: Point, found: dict, first, samples: int, rounds: int) -> dict:
+def measure(point: Point, found: dict, first, samples: int, rounds: int, chain: str = "barrier") -> dict:
     """Per contender: median and spread (max / min over rounds) of microseconds per call, the chain
     starting from query `first`."""
     import jax
@@ -224,7 +239,7 @@ def measure(point: Point, found: dict, first, samples: int, rounds: int) -> dict
         try:
             started = time.perf_counter()
             print(f"  {point.label}: compiling {label}", file=sys.stderr, flush=True)  # says where a stalled point stalls
-            exe = compile_chain(step, first, arrays, point.chain)
+            exe = compile_chain(step, first, arrays, point.chain, chain)
             row["compile_s"][label] = round(time.perf_counter() - started, 1)
             temp = int(getattr(exe.memory_analysis(), "temp_size_in_bytes", 0) or 0)
             if temp > 0.8 * free_bytes():
@@ -307,6 +322,7 @@ def main(argv=None) -> int:
     parser.add_argument("--skip", default="", help="leave out these contenders (comma-separated: jnp, pallas, decode, cudnn, cudnn_sdpa)")
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--chain", choices=("barrier", "fed"), default="barrier", help="how a chain orders its calls (see above)")
     parser.add_argument("--budget", type=float, default=420.0, help="seconds; points left after it are listed as not run")
     args = parser.parse_args(argv)
     if args.build_only or not args.prebuilt:
@@ -327,7 +343,7 @@ def main(argv=None) -> int:
     peak = next((v for k, v in PEAK_TFLOPS.items() if k in device), 989.0)
     sms = int(getattr(jax.devices()[0], "core_count", 0) or 132)
     copy = max(base.copy_gbps(10, 5).values())
-    report = {"environment": base.environment(), "command": " ".join(sys.argv), "copy_gbps": copy, "peak_tflops": peak, "rows": []}
+    report = {"environment": base.environment(), "command": " ".join(sys.argv), "chain": args.chain, "copy_gbps": copy, "peak_tflops": peak, "rows": []}
     print(f"{device}: copy {copy:.0f} GB/s, peak {peak} TFLOP/s", flush=True)
     wanted = [text for text in args.only.split(",") if text]
     chosen = [p for text in wanted for p in grid() if text in p.label] if wanted else grid()  # in the order --only names them
@@ -339,7 +355,7 @@ def main(argv=None) -> int:
         pallas_op = None if "pallas" in args.skip.split(",") else pallas_module.paged_attention
         found = contenders(point, data, ops[NAME], ops[DECODE], pallas_op, reference, sms)
         found = {label: c for label, c in found.items() if label.split(" ")[0] not in args.skip.split(",")}
-        row = measure(point, found, data["query"], args.samples, args.rounds)
+        row = measure(point, found, data["query"], args.samples, args.rounds, args.chain)
         row = summary(point, row, copy, peak)
         report["rows"].append(row)
         del data
