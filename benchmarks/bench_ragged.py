@@ -25,9 +25,9 @@ onto 1536 cached, also run as its two parts (two calls). Contenders, where they 
 A time is one call of a chain of R calls in one jit, so host dispatch does not count: each call on
 the same query, ordered after the call before by an optimization barrier, as `xlacc bench` chains
 them (--chain fed: each call's output is the next query, as this script chained before the
-fourteenth session; cuDNN's paged prefill at 32 x 512 read about 270-280 us so against 232.5 in
-`xlacc bench` on an H200, the op's own time alike, and a layout copy between cuDNN calls fed one
-into the next is the suspect); the contenders of a point take turns over --rounds rounds and
+fourteenth session: chained so, cuDNN's paged prefill at 32 x 512 took about 270-280 us on an
+H200 where `xlacc bench` gave it 232.5, the op's own time alike in both; a layout copy between
+cuDNN calls fed one into the next is the suspect); the contenders of a point take turns over --rounds rounds and
 the median round counts (spread: the slowest round over the fastest). KV bytes per second are
 compared with a device-to-device copy measured in the same process, TFLOP/s (the causal work:
 4 x heads x head_size per attended position) with the card's dense bf16 peak.

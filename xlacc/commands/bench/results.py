@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlacc.commands.bench import stats
-from xlacc.commands.smoke.timing import HOST_BOUND_SHARE
 from xlacc.commands.bench.cards import Card, card_for
+from xlacc.commands.smoke.timing import HOST_BOUND_SHARE
 
 NEAR_DISPATCH = 1.5  # a call (or a chain) within this factor of an empty jit's dispatch takes the host's time
 
