@@ -163,6 +163,7 @@ class CallSite:
     start: int
     text: str
     in_try: bool = False  # inside a try block of the calling function
+    once: bool = False  # inside the callable a `std::call_once` of the calling function runs: once per process
 
 
 @dataclass(frozen=True)

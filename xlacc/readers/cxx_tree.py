@@ -301,6 +301,7 @@ class TreeReader:
         guarded = [(n.child_by_field_name("body") or n) for n in captures.get("try", ())]
         lambdas = list(captures.get("lambda", ()))
         self.guarded_ranges = [(n.start_byte, n.end_byte) for n in guarded + lambdas]
+        once = _call_once_lambdas(captures.get("call", ()), lambdas, self.text)
         launches: dict[int, list[Launch]] = {}
         calls: dict[int, list[CallSite]] = {}
         throws: dict[int, list[Throw]] = {}
@@ -312,7 +313,8 @@ class TreeReader:
             if syntax is not None:
                 launches.setdefault(index, []).append(self.launch(node, syntax))
             else:
-                site = self.call(node, _within(node, guarded, after=self.functions[index].body_range[0]))
+                inside = self.functions[index].body_range[0]
+                site = self.call(node, _within(node, guarded, after=inside), _within(node, once, after=inside))
                 if site is not None:
                     calls.setdefault(index, []).append(site)
                     launched = self.api_launch(node, site, self.functions[index])
@@ -379,7 +381,7 @@ class TreeReader:
             stream_known=api.config_struct is None or len(config) == 4,
         )
 
-    def call(self, node, in_try: bool) -> CallSite | None:
+    def call(self, node, in_try: bool, once: bool = False) -> CallSite | None:
         callee = node.child_by_field_name("function")
         if callee is None:
             return None
@@ -404,6 +406,7 @@ class TreeReader:
             start=node.start_byte,
             text=self.text(node)[:300],
             in_try=in_try,
+            once=once,
         )
 
     def line_of_offset(self, offset: int) -> int:
@@ -508,6 +511,32 @@ def _first_of(node, kind: str):
 
 def _first_child(node, kind: str):
     return next((c for c in node.children if c.type == kind), None)
+
+
+def _call_once_lambdas(calls, lambdas, text) -> list:
+    """The lambdas that `std::call_once(flag, f)` calls run: written in the call, or the nearest
+    lambda before it assigned to the name it passes (``auto init = [&] {...}; std::call_once(flag, init);``)."""
+    found = []
+    for node in calls:
+        callee, arguments = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if callee is None or arguments is None or not text(callee).endswith("call_once") or len(arguments.named_children) < 2:
+            continue
+        callable_ = arguments.named_children[1]
+        if callable_.type == "lambda_expression":
+            found.append(callable_)
+        elif callable_.type == "identifier":
+            named = [l for l in lambdas if l.end_byte <= node.start_byte and _assigned_name(l, text) == text(callable_)]
+            found.extend(named[-1:])
+    return found
+
+
+def _assigned_name(lambda_node, text) -> str | None:
+    """``init`` of ``auto init = [&] {...}``; None for a lambda written elsewhere."""
+    parent = lambda_node.parent
+    if parent is None or parent.type != "init_declarator":
+        return None
+    declarator = parent.child_by_field_name("declarator")
+    return text(declarator) if declarator is not None else None
 
 
 def _within(node, containers, after: int) -> bool:

@@ -9,8 +9,8 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "error",
         "registered for a platform name XLA never looks up",
         "The legacy registry matches (name, platform) exactly and case-sensitively, and JAX accepts any platform "
-        "string at registration and queues it silently: only \"CUDA\" or \"gpu\" (GPU) and \"cpu\" or \"Host\" "
-        "(CPU) ever apply. torch_xla <= 2.8 accepts exactly \"CUDA\".",
+        "string at registration and queues it silently: only \"CUDA\" or \"gpu\" (NVIDIA GPU), \"ROCM\" (AMD GPU) and "
+        "\"cpu\" or \"Host\" (CPU) ever apply. torch_xla <= 2.8 accepts exactly \"CUDA\".",
         "JAX: `platform=\"CUDA\"` (or \"gpu\"); torch_xla: exactly `\"CUDA\"`; on the CPU: `\"cpu\"`.",
         "`jax.ffi.register_ffi_target(\"my_op\", capsule, platform=\"GPU\")`",
         home=RULES + "registration",

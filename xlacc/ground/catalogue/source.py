@@ -50,7 +50,9 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         "synchronisation or allocation inside a handler",
         "Handlers run asynchronously on XLA's stream, and with `kCmdBufferCompatible` inside CUDA-graph capture: "
         "cudaDeviceSynchronize/cudaStreamSynchronize/cudaMemcpy stall the pipeline and fail under capture "
-        "(`operation not permitted when stream is capturing`), cudaMalloc/cudaFree synchronise the device.",
+        "(`operation not permitted when stream is capturing`), cudaMalloc/cudaFree synchronise the device (the hip* "
+        "calls alike). An error where the handler is declared `kCmdBufferCompatible`; calls inside `std::call_once` "
+        "run once per process and are not counted.",
         "Drop the synchronisation (XLA orders the stream); get scratch memory from XLA (a scratch result, or "
         "`ffi::ScratchAllocator`) or allocate once outside the handler.",
         "`cudaDeviceSynchronize();` inside `XlaGpuSimpleAdd(cudaStream_t stream, void** buffers, ...)`",

@@ -94,3 +94,31 @@ def test_reading_a_copys_destination_stays_linear_in_a_long_body():
     start = time.process_time()
     assert host_syncs(handler(body)) == []  # `host` is declared nowhere here: no host memory the handler owns
     assert time.process_time() - start < 5  # a quadratic search took minutes
+
+
+def test_an_allocation_made_once_through_call_once_is_no_wait_per_call():
+    """A pinned buffer allocated lazily, once per process, through std::call_once (a grouped GEMM's
+    host copy of its group sizes did so): its calls run once, not each time the handler runs."""
+    helper = (
+        "static int* host_sizes = nullptr;\nstatic std::once_flag flag;\n"
+        "void sizes_on_host(cudaStream_t stream, const int* sizes) {\n"
+        "  auto init = [&]() { cudaMallocHost(&host_sizes, 64); };\n"
+        "  std::call_once(flag, init);\n"
+        "  std::call_once(flag, [&] { cudaMalloc(&scratch, 64); });\n"
+        "  cudaMemcpyAsync(host_sizes, sizes, 64, cudaMemcpyDeviceToHost, stream);\n}\n"
+    )
+    assert host_syncs(helper + handler("  sizes_on_host(stream, in.typed_data());")) == []
+    every_call = helper.replace("std::call_once(flag, init);", "init();")
+    (finding,) = host_syncs(every_call + handler("  sizes_on_host(stream, in.typed_data());"))
+    assert "`cudaMallocHost`" in finding.evidence  # called directly, the lambda runs every time
+
+
+def test_a_hip_handler_under_capture_is_told_of_a_hip_graph():
+    hip = (
+        "ffi::Error OpImpl(hipStream_t stream, ffi::Buffer<ffi::S32> in, ffi::ResultBuffer<ffi::S32> out) {\n"
+        "  void* scratch;\n  hipMalloc(&scratch, 64);\n  return ffi::Error::Success();\n}\n"
+        "XLA_FFI_DEFINE_HANDLER_SYMBOL(Op, OpImpl, ffi::Ffi::Bind().Ctx<ffi::PlatformStream<hipStream_t>>()"
+        ".Arg<ffi::Buffer<ffi::S32>>().Ret<ffi::Buffer<ffi::S32>>(), {xla::ffi::Traits::kCmdBufferCompatible});\n"
+    )
+    (finding,) = host_syncs(hip)
+    assert finding.severity == "error" and "captures it into a HIP graph" in finding.evidence

@@ -60,7 +60,8 @@ def host_syncs(program: Program) -> dict[str, list[Finding]]:
         who = f"{entry.symbol} ({entry.where}){_and_others(handlers[1:])}"
         via = "" if function.short_name == entry.symbol else f" (in {function.short_name}, which it runs)"
         captured = any(e.cmd_buffer for e, _, _, _ in reaching)
-        capture = " It is declared kCmdBufferCompatible: XLA captures it into a CUDA graph, where this fails." if captured else ""
+        graph = "a HIP graph" if "hipStream_t" in (entry.binding or "") else "a CUDA graph"
+        capture = f" It is declared kCmdBufferCompatible: XLA captures it into {graph}, where this fails." if captured else ""
         calls = "call" if len(handlers) > 1 else "calls"
         what = f"`{call.qualified.lstrip(':') if call.qualified.lstrip(':') in QUALIFIED_SYNC_CALLS else name}`"
         if into is not None:
@@ -95,7 +96,9 @@ def _waits(entry: EntryPoint, program: Program):
 
 
 def _blocks(call: cxx.CallSite) -> bool:
-    return call.name in HOST_SYNC_CALLS or call.qualified.lstrip(":") in QUALIFIED_SYNC_CALLS
+    """A blocking call the handler makes on its calls: not one inside a `std::call_once`, which
+    runs once per process (a lazy allocation of a pinned host buffer, say), not per call."""
+    return not call.once and (call.name in HOST_SYNC_CALLS or call.qualified.lstrip(":") in QUALIFIED_SYNC_CALLS)
 
 
 def _host_destination(call: cxx.CallSite, function: cxx.Function) -> str | None:
