@@ -59,6 +59,22 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         home=RULES + "host_sync",
     ),
     CatalogueEntry(
+        "host-source-in-graph",
+        "source",
+        "error",
+        "a captured handler copies from host memory that dies with the call",
+        "XLA captures a handler declared `kCmdBufferCompatible` into a CUDA graph once and replays the graph: a "
+        "`cudaMemcpyAsync` (or `hipMemcpyAsync`) from host memory becomes a node that copies from the same address at "
+        "every replay. A local variable, array or container of the handler is gone by then, so the device gets "
+        "whatever lies there, silently.",
+        "Write the value on the device (a kernel argument, or `cudaMemsetAsync` for a byte pattern), pass it as an "
+        "attribute, or keep the host memory alive as long as the executable (state the handler owns, `ffi::State`); "
+        "else do not declare the handler `kCmdBufferCompatible`.",
+        "`std::vector<float> init(n, -INFINITY); cudaMemcpyAsync(lse, init.data(), bytes, cudaMemcpyHostToDevice, "
+        "stream);` in a `kCmdBufferCompatible` handler",
+        home=RULES + "host_sync",
+    ),
+    CatalogueEntry(
         "buffer-order",
         "source",
         "error",

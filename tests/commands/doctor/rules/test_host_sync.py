@@ -122,3 +122,34 @@ def test_a_hip_handler_under_capture_is_told_of_a_hip_graph():
     )
     (finding,) = host_syncs(hip)
     assert finding.severity == "error" and "captures it into a HIP graph" in finding.evidence
+
+
+CAPTURED = ".Ctx<ffi::PlatformStream<cudaStream_t>>().Arg<ffi::Buffer<ffi::S32>>().Ret<ffi::Buffer<ffi::S32>>(), {xla::ffi::Traits::kCmdBufferCompatible}"
+
+
+def host_sources(*texts: str):
+    files = [SourceFile(f"k{i}.cu", "c", HEAD + text, f"k{i}.cu") for i, text in enumerate(texts)]
+    report = analysis.analyze(files)
+    return [f for fs in report.by_group.values() for f in fs if f.code == "host-source-in-graph"]
+
+
+def test_a_captured_handler_copying_from_its_own_host_memory_is_told_the_replay_reads_it_later():
+    """A graph replays the copy from the same address: a local vector, array or variable of the call
+    is gone by then (seen: an attention backward's -inf fill and an RNG seed copied from the stack)."""
+    for body, source in [
+        ("  std::vector<float> fill(64, -1.0f);\n  cudaMemcpyAsync(out->typed_data(), fill.data(), 256, cudaMemcpyHostToDevice, stream);", "fill.data()"),
+        ("  uint64_t seed[2] = {1, 2};\n  cudaMemcpyAsync(out->typed_data(), seed, 16, cudaMemcpyHostToDevice, stream);", "seed"),
+        ("  int total = in.element_count();\n  cudaMemcpyAsync(out->typed_data(), &total, 4, cudaMemcpyHostToDevice, stream);", "&total"),
+    ]:
+        (finding,) = host_sources(handler(body, binding=CAPTURED))
+        assert finding.severity == "error" and f"copies `{source}` to the device" in finding.evidence, body
+        assert "captures the handler into a CUDA graph once" in finding.evidence
+
+
+def test_memory_that_outlives_the_call_or_a_handler_run_without_capture_is_left_alone():
+    copy = "  cudaMemcpyAsync(out->typed_data(), {src}, 256, cudaMemcpyHostToDevice, stream);"
+    assert host_sources(handler("  static std::vector<float> fill(64, -1.0f);\n" + copy.format(src="fill.data()"), binding=CAPTURED)) == []
+    assert host_sources("float table[64];\n" + handler(copy.format(src="table"), binding=CAPTURED)) == []  # a global
+    assert host_sources(handler("  std::vector<float> fill(64);\n" + copy.format(src="fill.data()"))) == []  # not captured: staged at once
+    device = "  int total = 0;\n  cudaMemcpyAsync(&total, in.typed_data(), 4, cudaMemcpyDeviceToHost, stream);"
+    assert host_sources(handler(device, binding=CAPTURED)) == []  # the other way: host-sync-in-handler's

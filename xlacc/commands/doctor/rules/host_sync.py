@@ -35,6 +35,8 @@ DEFAULT_STREAMS = frozenset({"0", "0u", "nullptr", "NULL", "cudaStreamLegacy", "
                              "hipStreamDefault", "CU_STREAM_LEGACY", "CU_STREAM_PER_THREAD"})
 # Copies from the device whose destination is host memory: (call, index of the destination).
 TO_HOST_COPIES = {"cudaMemcpyAsync": 0, "hipMemcpyAsync": 0, "cuMemcpyDtoHAsync": 0, "cuMemcpyDtoHAsync_v2": 0}
+# Copies from host memory to the device: (call, index of the source).
+FROM_HOST_COPIES = {"cudaMemcpyAsync": 1, "hipMemcpyAsync": 1, "cuMemcpyHtoDAsync": 1, "cuMemcpyHtoDAsync_v2": 1}
 PINNED_ALLOCATIONS = re.compile(r"\b(?:cudaMallocHost|cudaHostAlloc|hipHostMalloc|cuMemAllocHost\w*|cuMemHostAlloc)\s*\(\s*\(?[^,]*?&\s*(\w+)")
 HOST_LIBRARIES = ("MPI_", "shmem_", "gloo")  # host calls of communication libraries, ordered by the host
 BUFFER_MEMORY = re.compile(r"\b(?:untyped_data|typed_data|data_ptr)\s*(?:<[^>]*>)?\s*\(|\bbuffers\s*\[")
@@ -80,6 +82,67 @@ def host_syncs(program: Program) -> dict[str, list[Finding]]:
             )
         )
     return found
+
+
+def captured_host_sources(program: Program) -> dict[str, list[Finding]]:
+    """One finding per copy to the device from host memory a function owns (a local, a local array
+    or container), reached by a handler XLA captures into a graph (declared kCmdBufferCompatible):
+    each replay copies from that address again, long after the memory is gone."""
+    sites: dict[str, list[tuple[EntryPoint, cxx.Function, cxx.CallSite, str]]] = {}
+    for entry in program.entries:
+        if not entry.cmd_buffer or is_setup_stage(entry.binding) or entry.gpu is False:
+            continue
+        for function in reachable(entry, program):
+            for call in function.calls:
+                source = _host_source(call, function)
+                if source is not None:
+                    sites.setdefault(function.at(call.line), []).append((entry, function, call, source))
+    found: dict[str, list[Finding]] = {}
+    for site, reaching in sites.items():
+        entry, function, call, source = reaching[0]
+        handlers = list(dict.fromkeys(e.symbol for e, _, _, _ in reaching))
+        via = "" if function.short_name == entry.symbol else f" (in {function.short_name}, which it runs)"
+        graph = "a HIP graph" if "hipStream_t" in (entry.binding or "") else "a CUDA graph"
+        text = (f"{entry.symbol} ({entry.where}){_and_others(handlers[1:])} is declared kCmdBufferCompatible and copies "
+                f"`{source}` to the device with `{call.name}` at {site}{via}: XLA captures the handler into {graph} once, "
+                f"and every replay copies from that address again, after `{_base_name(source)}` is gone.")
+        found.setdefault(entry.source, []).append(make("host-source-in-graph", text, likelihood=0.8))
+    return found
+
+
+def _host_source(call: cxx.CallSite, function: cxx.Function) -> str | None:
+    """The source of a copy to the device when it is host memory the function owns and does not
+    keep (a local, a local array or container, not `static`); None otherwise."""
+    index = FROM_HOST_COPIES.get(call.name)
+    if index is None or len(call.args) <= index or call.once:
+        return None
+    if call.name.startswith(("cudaMemcpy", "hipMemcpy")) and not any("HostToDevice" in a for a in call.args[index + 1 :]):
+        return None
+    source = call.args[index].strip()
+    name = _base_name(source)
+    if name is None or _static_local(name, function):
+        return None
+    if (source.startswith("&") and _declared_local(name, function)) or _local_array_or_container(name, function):
+        return source
+    return None
+
+
+def _declared_local(name: str, function: cxx.Function) -> bool:
+    """Declared in the function's body (``int total = 0;``), not a parameter, a member or a global:
+    the first `name` followed by `;`, `=`, `(` or `{` comes right after a type."""
+    declaration = re.search(rf"\b{re.escape(name)}\s*[;({{=]", function.body)
+    if declaration is None:
+        return False
+    before = function.body[max(0, declaration.start() - DECLARATION_WINDOW) : declaration.start()].rstrip()
+    return re.search(r"(?:[\w>]\s*[*&]?|[*&])$", before) is not None and re.search(r"\breturn$", before) is None
+
+
+def _static_local(name: str, function: cxx.Function) -> bool:
+    declaration = re.search(rf"\b{re.escape(name)}\s*(\[[^\]\n]*\])?\s*[;({{=]", function.body)
+    if declaration is None:
+        return False
+    before = function.body[max(0, declaration.start() - DECLARATION_WINDOW) : declaration.start()]
+    return re.search(r"\bstatic\b", re.split(r"[;{}]", before)[-1]) is not None
 
 
 def _waits(entry: EntryPoint, program: Program):
