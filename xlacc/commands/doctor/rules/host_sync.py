@@ -3,7 +3,8 @@ copy or allocation), or a copy from the device into host memory, whose value the
 
 XLA runs a handler asynchronously on its stream, and inside CUDA-graph capture when the handler is
 ``kCmdBufferCompatible``; a wait stalls the pipeline there and fails under capture. One finding per
-place that waits, naming every handler that reaches it.
+place that waits, naming every handler that reaches it. And, for captured handlers, copies to the
+device from host memory the call owns, which every replay of the graph reads again after it is gone.
 """
 
 from __future__ import annotations
@@ -62,8 +63,7 @@ def host_syncs(program: Program) -> dict[str, list[Finding]]:
         who = f"{entry.symbol} ({entry.where}){_and_others(handlers[1:])}"
         via = "" if function.short_name == entry.symbol else f" (in {function.short_name}, which it runs)"
         captured = any(e.cmd_buffer for e, _, _, _ in reaching)
-        graph = "a HIP graph" if "hipStream_t" in (entry.binding or "") else "a CUDA graph"
-        capture = f" It is declared kCmdBufferCompatible: XLA captures it into {graph}, where this fails." if captured else ""
+        capture = f" It is declared kCmdBufferCompatible: XLA captures it into {_graph(entry)}, where this fails." if captured else ""
         calls = "call" if len(handlers) > 1 else "calls"
         what = f"`{call.qualified.lstrip(':') if call.qualified.lstrip(':') in QUALIFIED_SYNC_CALLS else name}`"
         if into is not None:
@@ -102,9 +102,8 @@ def captured_host_sources(program: Program) -> dict[str, list[Finding]]:
         entry, function, call, source = reaching[0]
         handlers = list(dict.fromkeys(e.symbol for e, _, _, _ in reaching))
         via = "" if function.short_name == entry.symbol else f" (in {function.short_name}, which it runs)"
-        graph = "a HIP graph" if "hipStream_t" in (entry.binding or "") else "a CUDA graph"
         text = (f"{entry.symbol} ({entry.where}){_and_others(handlers[1:])} is declared kCmdBufferCompatible and copies "
-                f"`{source}` to the device with `{call.name}` at {site}{via}: XLA captures the handler into {graph} once, "
+                f"`{source}` to the device with `{call.name}` at {site}{via}: XLA captures the handler into {_graph(entry)} once, "
                 f"and every replay copies from that address again, after `{_base_name(source)}` is gone.")
         found.setdefault(entry.source, []).append(make("host-source-in-graph", text, likelihood=0.8))
     return found
@@ -195,6 +194,11 @@ def _local_array_or_container(name: str, function: cxx.Function) -> bool:
         return False
     before = function.body[max(0, declaration.start() - DECLARATION_WINDOW) : declaration.start()]
     return bool(declaration.group(1)) or HOST_CONTAINERS.search(before.rsplit(";", 1)[-1].rsplit("{", 1)[-1]) is not None
+
+
+def _graph(entry: EntryPoint) -> str:
+    """What XLA captures the handler into: a HIP graph for a handler on a HIP stream."""
+    return "a HIP graph" if "hipStream_t" in (entry.binding or "") else "a CUDA graph"
 
 
 def _and_others(others: list[str], shown: int = 3) -> str:
