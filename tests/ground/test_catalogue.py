@@ -30,7 +30,7 @@ ISSUE_CODES = {
     },
     "library": {"library-invalid", "library-not-found", "dependency-missing", "symbol-missing", "symbol-mangled", "symbol-hidden", "arch-mismatch"},
     "source": {"hardcoded-size", "stream-ignored", "unchecked-launch", "host-sync-in-handler", "ld-preload", "op-optimized-away",
-               "buffer-order", "opaque-unchecked", "exception-escapes", "closed-over-array", "host-source-in-graph"},
+               "buffer-order", "opaque-unchecked", "exception-escapes", "closed-over-array", "host-source-in-graph", "handler-exits"},
     "runtime": {"kernel-crash", "cuda-init-before-fork", "torchax-no-lowering", "torchax-mixed-tensors"},
     "project": {"spec-changed", "update-conflict", "template-stub-link", "example-inputs-ignore-size", "rule-crashed", "include-missing"},
     "transforms": {"custom-call-replicated", "sharding-rule-missing", "vmap-method-missing", "grad-undefined"},

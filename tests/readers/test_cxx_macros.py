@@ -26,6 +26,15 @@ def test_a_throw_inside_a_status_macro_is_the_functions_at_the_invocation():
     assert [c.name for c in run.calls if c.name == "step"] == ["step"]  # seen once, not twice
 
 
+def test_an_expression_macro_s_call_belongs_to_the_function():
+    """`HIP_CHECK(x);` expanding to `::ns::check((x), __FILE__, __LINE__)` (no `;` of its own):
+    the call it makes is the function's, so what `check` does (abort, throw) is followed."""
+    checked = "#define HIP_CHECK(expr) ::ns::check((expr), __FILE__, __LINE__)\n"
+    source = cxx.parse("k.cc", checked + "int run(int x) {\n  HIP_CHECK(step(x));\n  return 0;\n}\n")
+    calls = {c.qualified: c.line for c in source.function("run").calls}
+    assert calls["::ns::check"] == 3 and "step" in calls
+
+
 def test_a_macro_invoked_inside_a_try_block_throws_nothing_out():
     source = cxx.parse("k.cc", CHECK + "int run(int x) {\n  try { CHECK_STATUS(step(x)); } catch (...) { return 1; }\n  return 0;\n}\n")
     assert source.function("run").throws == ()

@@ -159,10 +159,12 @@ def _body_macros(source: CxxSource, reader: TreeReader, code: bytes, skeleton: b
 
 
 def _expansion_facts(text: str) -> Function | None:
-    """The calls, launches and throws of a macro's expansion, read as the body of a function."""
+    """The calls, launches and throws of a macro's expansion, read as the body of a function. The
+    `;` after the invocation is not part of it: one is added, or an expression macro
+    (``#define CHECK(e) ::ns::check((e), __FILE__, __LINE__)``) reads as no statement at all."""
     import tree_sitter  # lazy: the grammar loads in 10 ms; a no-op build parses no C++
 
-    raw = b"void xlacc_expansion() {\n" + text.encode("utf-8", errors="replace") + b"\n}\n"
+    raw = b"void xlacc_expansion() {\n" + text.encode("utf-8", errors="replace") + b"\n;\n}\n"
     tree = _parser().parse(raw)
     captures = tree_sitter.QueryCursor(_query()).captures(tree.root_node)
     reader = TreeReader(CxxSource(name="", text=""), raw, _blanked(raw, captures.get("comment", ())), 0, None, None)

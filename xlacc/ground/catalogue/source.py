@@ -113,6 +113,19 @@ ENTRIES: tuple[CatalogueEntry, ...] = (
         home=RULES + "entry_points",
     ),
     CatalogueEntry(
+        "handler-exits",
+        "source",
+        "warning",
+        "an entry point can end the process",
+        "An entry point that calls `abort()`, `exit()` or `std::terminate()` (often through an error-check macro) "
+        "ends the whole process on that path: XLA and Python get no error to report, a training or serving job "
+        "dies without a traceback.",
+        "Report the failure instead: `return ffi::Error::Internal(msg)` (typed FFI) or "
+        "`XlaCustomCallStatusSetFailure(status, msg, len)` (legacy), from an error-check macro that returns.",
+        "`#define HIP_CHECK(e) if ((e) != hipSuccess) { fprintf(stderr, ...); std::abort(); }` used in a handler",
+        home=RULES + "entry_points",
+    ),
+    CatalogueEntry(
         "ld-preload",
         "source",
         "warning",

@@ -106,3 +106,22 @@ def test_handlers_a_project_macro_defines_are_seen_at_file_scope_and_inside_a_fu
     report = analysis.analyze([SourceFile("defs.h", "c", DEFS, "defs.h"), SourceFile("ops.cc", "c", uses, "ops.cc")])
     escapes = sorted(f.evidence.split(" (")[0] for fs in report.by_group.values() for f in fs if f.code == "exception-escapes")
     assert escapes == ["gelu_handler", "relu_ffi"]
+
+
+def test_an_error_check_that_aborts_ends_the_process_of_every_handler_that_uses_it():
+    """A HIP_CHECK that prints and calls std::abort() (an attention library did): XLA and Python get
+    no error to report; the place is told once, naming the handlers that reach it."""
+    check = (
+        "namespace ns {\ninline void check(int err, const char* file, int line) {\n"
+        "  if (err != 0) { fprintf(stderr, \"%s:%d\", file, line); std::abort(); }\n}\n}\n"
+        "#define HIP_CHECK(expr) ::ns::check((expr), __FILE__, __LINE__)\n"
+    )
+    text = check + typed("Fwd", "  HIP_CHECK(step());") + typed("Bwd", "  HIP_CHECK(step());")
+    (finding,) = findings("handler-exits", text)
+    assert "and 1 other entry point can end the process: in check, which it runs, `std::abort()` at k0.cu:3" in finding.evidence
+    assert findings("handler-exits", typed("Ok", "  if (step() != 0) return ffi::Error::Internal(\"step\");")) == []
+
+
+def test_exit_is_the_process_s_but_a_method_named_exit_is_not():
+    assert len(findings("handler-exits", typed("Op", "  if (step() != 0) exit(1);"))) == 1
+    assert findings("handler-exits", typed("Op", "  pool.exit();\n  scope.terminate();")) == []

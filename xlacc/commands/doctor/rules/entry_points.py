@@ -43,6 +43,37 @@ def exception_escapes(program: Program) -> dict[str, list[Finding]]:
     return found
 
 
+# Calls that end the process, unscoped or in std.
+PROCESS_ENDS = frozenset({"abort", "exit", "_Exit", "quick_exit", "terminate"})
+
+
+def process_ends(program: Program) -> dict[str, list[Finding]]:
+    """Entry points that can call abort(), exit() or std::terminate(): one finding per place,
+    naming every entry point that reaches it."""
+    ending: dict[str, list[tuple[EntryPoint, cxx.Function, cxx.CallSite]]] = {}
+    for entry in program.entries:
+        for function in reachable(entry, program):
+            call = next((c for c in function.calls if _ends_process(c)), None)
+            if call is not None:
+                ending.setdefault(function.at(call.line), []).append((entry, function, call))
+    found: dict[str, list[Finding]] = {}
+    for site, reaching in ending.items():
+        entry, function, call = reaching[0]
+        via = "" if function.short_name == entry.symbol else f" in {function.short_name}, which it runs,"
+        shown = " ".join(call.text.split())[:100]
+        found.setdefault(entry.source, []).append(make(
+            "handler-exits",
+            f"{entry.symbol} ({entry.where}){and_other_entries(len(reaching) - 1)} can end the process:{via} `{shown}` "
+            f"at {site}, where it could return an error that XLA and Python report.",
+            likelihood=0.5,
+        ))
+    return found
+
+
+def _ends_process(call: cxx.CallSite) -> bool:
+    return call.name in PROCESS_ENDS and call.qualified.lstrip(":") in (call.name, f"std::{call.name}")
+
+
 def _throw_shown(throw: cxx.Throw, where: str, limit: int = 120) -> str:
     """The throw and where it is: a project macro's, with what it expands to."""
     text = throw.text if len(throw.text) <= limit else throw.text[: limit - 3].rstrip() + "..."

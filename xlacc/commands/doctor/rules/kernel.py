@@ -9,7 +9,7 @@ compiles or runs anything.
 from __future__ import annotations
 
 from xlacc.commands.doctor.program import TYPED_FFI, Program
-from xlacc.commands.doctor.rules.entry_points import exception_escapes, opaque_unchecked, symbol_exposure
+from xlacc.commands.doctor.rules.entry_points import exception_escapes, opaque_unchecked, process_ends, symbol_exposure
 from xlacc.commands.doctor.rules.host_sync import captured_host_sources, host_syncs
 from xlacc.commands.doctor.rules.launches import (
     checker_functions,
@@ -48,7 +48,8 @@ def kernel_findings(program: Program, looked_up: set[str], hidden_build: str | N
                       symbol_exposure(entry, program, looked_up, hidden_build)):
             if check is not None:
                 findings.append(check)
-    for grouped in (deprecated_signatures(program), exception_escapes(program), host_syncs(program), captured_host_sources(program)):
+    for grouped in (deprecated_signatures(program), exception_escapes(program), process_ends(program), host_syncs(program),
+                    captured_host_sources(program)):
         for source, findings in grouped.items():
             by_source[source].extend(findings)
     return by_source
