@@ -140,6 +140,22 @@ class Program:
         return found
 
     @cached_property
+    def functions_by_file(self) -> dict[str, dict[str, cxx.Function]]:
+        """The functions with a body of each file, by name."""
+        found: dict[str, dict[str, cxx.Function]] = {}
+        for source in [*self.helper_sources, *self.sources]:
+            for function in source.functions:
+                found.setdefault(function.source or source.name, {})[function.short_name] = function
+        return found
+
+    def function_named(self, name: str, near: str = "") -> cxx.Function | None:
+        """The function of that name, the one defined in file `near` first: files built into separate
+        libraries may each define their own (two `PotrsMgImpl`s, one per library), and a call means
+        its own file's."""
+        local = self.functions_by_file.get(near, {}).get(name)
+        return local if local is not None else self.functions.get(name)
+
+    @cached_property
     def helper_sources(self) -> list[cxx.CxxSource]:
         return [cxx.parse(f.group, f.text, f.line_offset, self.macros) for f in self._unparsed if HAS_BODY.search(f.text)]
 
@@ -289,7 +305,9 @@ def entry_points(sources: list[cxx.CxxSource]) -> list[EntryPoint]:
                 continue
             name = use.args[0]
             impl_text = use.args[1]
-            body = functions.get(_impl_name(impl_text)) if not impl_text.lstrip().startswith("[") else None
+            impl = _impl_name(impl_text)
+            own = next((f for f in source.functions if f.short_name == impl), None)
+            body = (own or functions.get(impl)) if not impl_text.lstrip().startswith("[") else None
             seen.add((source.name, name))
             found.append(EntryPoint(
                 symbol=name, signature=TYPED_FFI, source=source.name, line=use.line, function=None, body=body,

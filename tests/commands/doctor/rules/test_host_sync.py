@@ -153,3 +153,13 @@ def test_memory_that_outlives_the_call_or_a_handler_run_without_capture_is_left_
     assert host_sources(handler("  std::vector<float> fill(64);\n" + copy.format(src="fill.data()"))) == []  # not captured: staged at once
     device = "  int total = 0;\n  cudaMemcpyAsync(&total, in.typed_data(), 4, cudaMemcpyDeviceToHost, stream);"
     assert host_sources(handler(device, binding=CAPTURED)) == []  # the other way: host-sync-in-handler's
+
+
+def test_each_handler_runs_the_helpers_of_its_own_file_where_two_files_name_them_alike():
+    """Two files built into separate libraries each define `Dispatch` (a multi-GPU solver's did):
+    a handler runs its own file's, and its waits are told there, not the other file's."""
+    waits = "void Dispatch(cudaStream_t stream) {\n  cudaDeviceSynchronize();\n}\n"
+    quiet = "void Dispatch(cudaStream_t stream) {\n}\n"
+    findings = host_syncs(waits + handler("  Dispatch(stream);", name="Waits"), quiet + handler("  Dispatch(stream);", name="Quiet"))
+    (finding,) = findings
+    assert finding.evidence.startswith("Waits (k0.cu:") and "k0.cu:5" in finding.evidence and "Quiet" not in finding.evidence

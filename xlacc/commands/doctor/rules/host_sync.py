@@ -244,8 +244,8 @@ def _host_consumer(call: cxx.CallSite, function: cxx.Function, entry: EntryPoint
     for candidate in later:
         if candidate.qualified.startswith((".", "std::")) or candidate.name.startswith(("cuda", "cu", "hip")):
             continue  # a method, the standard library, CUDA itself
-        if candidate.name in program.functions:
-            continue
+        if candidate.name in program.functions or candidate.name in program.macros:
+            continue  # the program's own code, or its error-check macro around a call
         if candidate.name.startswith(HOST_LIBRARIES) or any(BUFFER_MEMORY.search(a) for a in candidate.args):
             return candidate.name
     return None

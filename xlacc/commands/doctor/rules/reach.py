@@ -31,7 +31,7 @@ def called_from(start: cxx.Function, program: Program, skip_guarded: bool = Fals
             for call in function.calls:
                 if (skip_guarded and call.in_try) or call.name.startswith("."):
                     continue
-                callee = program.functions.get(call.name)
+                callee = program.function_named(call.name, near=function.source)
                 if callee is not None and callee.short_name not in seen and enters(callee):
                     seen[callee.short_name] = callee
                     next_frontier.append(callee)
