@@ -300,14 +300,14 @@ def entry_points(sources: list[cxx.CxxSource]) -> list[EntryPoint]:
         }
 
     for source in sources:
+        own = {f.short_name: f for f in source.functions}  # a handler's implementation in its own file first
         for use in source.xla_macros:
             if use.macro not in cxx.HANDLER_MACROS or len(use.args) < 3:
                 continue
             name = use.args[0]
             impl_text = use.args[1]
             impl = _impl_name(impl_text)
-            own = next((f for f in source.functions if f.short_name == impl), None)
-            body = (own or functions.get(impl)) if not impl_text.lstrip().startswith("[") else None
+            body = (own.get(impl) or functions.get(impl)) if not impl_text.lstrip().startswith("[") else None
             seen.add((source.name, name))
             found.append(EntryPoint(
                 symbol=name, signature=TYPED_FFI, source=source.name, line=use.line, function=None, body=body,

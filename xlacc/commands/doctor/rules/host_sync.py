@@ -128,20 +128,17 @@ def _host_source(call: cxx.CallSite, function: cxx.Function) -> str | None:
 
 def _declared_local(name: str, function: cxx.Function) -> bool:
     """Declared in the function's body (``int total = 0;``), not a parameter, a member or a global:
-    the first `name` followed by `;`, `=`, `(` or `{` comes right after a type."""
-    declaration = re.search(rf"\b{re.escape(name)}\s*[;({{=]", function.body)
-    if declaration is None:
+    its first `name` followed by `;`, `=`, `(` or `{` comes right after a type."""
+    found = _declaration(name, function)
+    if found is None:
         return False
-    before = function.body[max(0, declaration.start() - DECLARATION_WINDOW) : declaration.start()].rstrip()
+    before = found[1].rstrip()
     return re.search(r"(?:[\w>]\s*[*&]?|[*&])$", before) is not None and re.search(r"\breturn$", before) is None
 
 
 def _static_local(name: str, function: cxx.Function) -> bool:
-    declaration = re.search(rf"\b{re.escape(name)}\s*(\[[^\]\n]*\])?\s*[;({{=]", function.body)
-    if declaration is None:
-        return False
-    before = function.body[max(0, declaration.start() - DECLARATION_WINDOW) : declaration.start()]
-    return re.search(r"\bstatic\b", re.split(r"[;{}]", before)[-1]) is not None
+    found = _declaration(name, function)
+    return found is not None and re.search(r"\bstatic\b", re.split(r"[;{}]", found[1])[-1]) is not None
 
 
 def _waits(entry: EntryPoint, program: Program):
@@ -187,13 +184,22 @@ def _base_name(expression: str) -> str | None:
 
 
 def _local_array_or_container(name: str, function: cxx.Function) -> bool:
-    """Declared in the function as an array (``int64_t counts[8];``) or a host container (the type
-    is read from the few characters before the name: time stays linear in the body)."""
-    declaration = re.search(rf"\b{re.escape(name)}\s*(\[[^\]\n]*\])?\s*[;({{=]", function.body)
-    if declaration is None:
+    """Declared in the function as an array (``int64_t counts[8];``) or a host container."""
+    found = _declaration(name, function)
+    if found is None:
         return False
-    before = function.body[max(0, declaration.start() - DECLARATION_WINDOW) : declaration.start()]
+    declaration, before = found
     return bool(declaration.group(1)) or HOST_CONTAINERS.search(before.rsplit(";", 1)[-1].rsplit("{", 1)[-1]) is not None
+
+
+def _declaration(name: str, function: cxx.Function) -> tuple[re.Match[str], str] | None:
+    """The first `name` in the function's body followed by `;`, `=`, `(` or `{` (after an optional
+    `[...]`: group 1), where a declaration would be, and the few characters before it, where its
+    type would be (read from a window: time stays linear in the body)."""
+    found = re.search(rf"\b{re.escape(name)}\s*(\[[^\]\n]*\])?\s*[;({{=]", function.body)
+    if found is None:
+        return None
+    return found, function.body[max(0, found.start() - DECLARATION_WINDOW) : found.start()]
 
 
 def _graph(entry: EntryPoint) -> str:
